@@ -1,0 +1,15 @@
+# The generator needs python3 with Jinja2 (Debian: python3-jinja2). Prefer the interpreter
+# CMake finds; fall back to the system one, where apt installs Jinja2.
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+set(HIPGN_PYTHON "")
+foreach(py IN ITEMS ${Python3_EXECUTABLE} /usr/bin/python3)
+  execute_process(COMMAND ${py} -c "import jinja2" RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
+  if(rc EQUAL 0)
+    set(HIPGN_PYTHON ${py})
+    break()
+  endif()
+endforeach()
+if(NOT HIPGN_PYTHON)
+  message(FATAL_ERROR "hipgn: no python3 with Jinja2 found; apt-get install python3-jinja2")
+endif()
+message(STATUS "hipgn: generator runs on ${HIPGN_PYTHON}")

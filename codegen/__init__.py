@@ -1,0 +1,1 @@
+"""hipgn's instance generator: spec in, files out (see __main__.py for the command line)."""

@@ -1,0 +1,56 @@
+"""Command line: `python3 -m codegen --list|--generate [selection]`.
+
+--list prints the files --generate would write (CMake reads it at configure time); both modes
+take the same selection arguments, so the two never disagree."""
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+
+from . import enumerate as enum
+from . import render
+from .select import Selection, apply
+
+
+def _csv(text: str) -> tuple[str, ...]:
+    return tuple(x for x in text.replace(";", ",").split(",") if x)
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="python3 -m codegen", description=__doc__)
+    mode = p.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--list", action="store_true", help="print the output files, one a line")
+    mode.add_argument("--generate", action="store_true", help="write the output files")
+    p.add_argument("--out-dir", type=pathlib.Path, default=pathlib.Path("."))
+    p.add_argument("--preset", default="default", choices=sorted(enum.PRESETS))
+    p.add_argument("--ops", type=_csv, default=Selection.ops)
+    p.add_argument("--dtypes", type=_csv, default=Selection.dtypes)
+    p.add_argument("--layouts", type=_csv, default=Selection.layouts)
+    p.add_argument("--activations", type=_csv, default=Selection.activations)
+    p.add_argument("--pattern", default="", help="regular expression searched in instance names")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    a = parse_args(argv)
+    sel = Selection(ops=a.ops, dtypes=a.dtypes, layouts=a.layouts, activations=a.activations,
+                    pattern=a.pattern)
+    specs, report = apply(enum.enumerate_specs(a.preset), sel)
+    if not specs:
+        print("codegen: the selection keeps no instance: " + "; ".join(report), file=sys.stderr)
+        return 2
+    if a.list:
+        for rel in render.output_files(specs):
+            print((a.out_dir / rel).as_posix())
+        return 0
+    files = render.render_all(specs, dict(preset=a.preset, selection=vars(sel), filtered=report))
+    written, removed = render.write_if_changed(a.out_dir, files)
+    for line in report:
+        print(f"codegen: {line}")
+    print(f"codegen: {len(specs)} instances; {written} files written, {removed} stale removed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

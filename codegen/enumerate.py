@@ -1,0 +1,66 @@
+"""Enumerate instance specs: every (dtype pair, layout, activation) bucket times the block
+configurations of each family, for a preset. Pure: same arguments, same list, same order."""
+from __future__ import annotations
+
+import itertools
+
+from .spec import ACTIVATIONS, DTYPE_BYTES, LAYOUTS, InstanceSpec
+
+# (x dtype, gamma dtype): gamma/beta are the x dtype or fp32.
+DTYPE_PAIRS = [("f32", "f32"), ("f16", "f16"), ("f16", "f32"), ("bf16", "bf16"), ("bf16", "f32")]
+
+
+def _vmax(x_dtype: str) -> int:
+    return 16 // DTYPE_BYTES[x_dtype]  # 16-byte accesses
+
+
+# Block configurations per preset, as (family, block, vector, per_thread) where vector is
+# "max" (16 bytes), 2 (channels-last groups whose C/G is even but not a multiple of 8), or 1.
+# Onchip capacities (elements) for fp16 at vector "max" are block * 8 * per_thread: the default
+# set steps 1K, 2K, 4K, 8K, 16K, 32K so that the heuristic finds one within 2x of any group
+# that fits; groups past 32K elements loop or split.
+PRESETS = {
+    "minimal": [
+        ("looped", 256, 1, 4),  # the generic instance
+        ("onchip", 256, "max", 4),
+        ("looped", 256, "max", 4),
+        ("split", 256, "max", 8),
+    ],
+    "default": [
+        ("looped", 256, 1, 4),
+        ("onchip", 128, "max", 1),
+        ("onchip", 256, "max", 1),
+        ("onchip", 256, "max", 2),
+        ("onchip", 256, "max", 4),
+        ("onchip", 256, "max", 8),
+        ("onchip", 512, "max", 8),
+        ("onchip", 256, 2, 8),
+        ("onchip", 512, 2, 16),
+        ("onchip", 1024, 2, 16),
+        ("looped", 256, "max", 4),
+        ("looped", 512, "max", 4),
+        ("looped", 256, 2, 4),
+        ("split", 256, "max", 4),
+        ("split", 256, "max", 8),
+        ("split", 256, 2, 16),
+    ],
+}
+PRESETS["full"] = sorted(set(PRESETS["default"]) | {
+    (family, block, vector, per_thread)
+    for family, block, vector, per_thread in itertools.product(
+        ("onchip", "looped", "split"), (64, 128, 256, 512, 1024), ("max", 2, 1), (1, 2, 4, 8, 16))
+    # registers: keep block * values per thread within the 64K-register file
+    if block * per_thread * (8 if vector == "max" else vector) <= 1024 * 32
+    and not (family == "looped" and per_thread > 8)
+}, key=str)
+
+
+def enumerate_specs(preset: str) -> list[InstanceSpec]:
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}")
+    specs = set()
+    for (x, gamma), layout, act, (family, block, vector, per_thread) in itertools.product(
+            DTYPE_PAIRS, LAYOUTS, ACTIVATIONS, PRESETS[preset]):
+        v = _vmax(x) if vector == "max" else vector
+        specs.add(InstanceSpec("fwd", x, gamma, layout, act, family, block, v, per_thread))
+    return sorted(specs)

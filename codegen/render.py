@@ -1,0 +1,96 @@
+"""Render specs into sources with Jinja2, writing only files whose content changed.
+
+Outputs, under one directory:
+  instances/<instance name>.inc   one per instance: its traits struct and register function
+  tu/<bucket>_<k>.cpp             translation units, each including a few .inc files, so that
+                                  a 2-core build compiles a few dozen units, not hundreds
+  register_all.cpp                the explicit registry: one call per instance
+  manifest.json                   what this build compiles, and what the filters dropped
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import pathlib
+
+import jinja2
+
+from .spec import ACTIVATIONS, DTYPES, FAMILIES, LAYOUTS, OPS, InstanceSpec
+
+TEMPLATE_DIR = pathlib.Path(__file__).resolve().parent.parent / "templates"
+INSTANCES_PER_TU = 8
+
+
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
+                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                              trim_blocks=True, lstrip_blocks=True)
+
+
+def _context(s: InstanceSpec) -> dict:
+    return dict(name=s.name, op=OPS[s.op], x_type=DTYPES[s.x_dtype],
+                gamma_type=DTYPES[s.gamma_dtype], x_dtype=s.x_dtype, gamma_dtype=s.gamma_dtype,
+                layout=LAYOUTS[s.layout], act=ACTIVATIONS[s.act], family=s.family,
+                family_enum=FAMILIES[s.family], block=s.block, vector=s.vector,
+                per_thread=s.per_thread)
+
+
+def translation_units(specs: list[InstanceSpec]) -> dict[str, list[InstanceSpec]]:
+    """Group specs by bucket, then into chunks of INSTANCES_PER_TU, in a stable order."""
+    units = {}
+    for bucket, group in itertools.groupby(sorted(specs, key=lambda s: (s.bucket, s)),
+                                           key=lambda s: s.bucket):
+        group = list(group)
+        for k in range(0, len(group), INSTANCES_PER_TU):
+            units[f"tu/{bucket}_{k // INSTANCES_PER_TU}.cpp"] = group[k:k + INSTANCES_PER_TU]
+    return units
+
+
+def output_files(specs: list[InstanceSpec]) -> list[str]:
+    """Every file --generate writes, relative to the output directory; sorted."""
+    files = [f"instances/{s.name}.inc" for s in specs]
+    files += list(translation_units(specs))
+    files += ["register_all.cpp", "manifest.json"]
+    return sorted(files)
+
+
+def render_all(specs: list[InstanceSpec], manifest_extra: dict) -> dict[str, str]:
+    env = _env()
+    out = {}
+    inc = env.get_template("instance.inc.j2")
+    for s in specs:
+        out[f"instances/{s.name}.inc"] = inc.render(**_context(s))
+    tu = env.get_template("tu.cpp.j2")
+    for path, group in translation_units(specs).items():
+        out[path] = tu.render(names=[s.name for s in group])
+    out["register_all.cpp"] = env.get_template("register_all.cpp.j2").render(
+        names=[s.name for s in specs])
+    manifest = dict(manifest_extra, count=len(specs),
+                    instances=[dict(name=s.name, bucket=s.bucket, generic=s.generic) for s in specs])
+    out["manifest.json"] = json.dumps(manifest, indent=1, sort_keys=True) + "\n"
+    return out
+
+
+def write_if_changed(out_dir: pathlib.Path, files: dict[str, str]) -> tuple[int, int]:
+    """Write files whose content differs; delete files of ours that are no longer produced.
+    Returns (written, removed)."""
+    written = removed = 0
+    for rel, text in files.items():
+        path = out_dir / rel
+        if path.exists() and path.read_text() == text:
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+        written += 1
+    for sub, suffix in (("instances", ".inc"), ("tu", ".cpp")):
+        folder = out_dir / sub
+        if not folder.is_dir():
+            continue
+        for path in folder.iterdir():
+            if path.suffix == suffix and f"{sub}/{path.name}" not in files:
+                path.unlink()
+                removed += 1
+    return written, removed

@@ -1,0 +1,73 @@
+// One generated kernel instance: its spec (whose name is its identity everywhere), what
+// problems it supports, its workspace, and how to launch it.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "hipgn/params.hpp"
+#include "hipgn/platform.hpp"
+#include "hipgn/problem.hpp"
+
+namespace hipgn {
+
+// The functional key: instances with one key are interchangeable for a problem.
+struct Key {
+  Op op;
+  DataType x_dtype, gamma_dtype;
+  Layout layout;
+  Activation act;
+  bool operator==(const Key& o) const {
+    return op == o.op && x_dtype == o.x_dtype && gamma_dtype == o.gamma_dtype && layout == o.layout && act == o.act;
+  }
+  bool operator<(const Key& o) const;
+  std::string to_string() const;  // "fwd_f16_f32_cl_swish": codegen's bucket name
+  static Key of(const FwdProblem&);
+};
+
+struct InstanceSpec {
+  Op op;
+  DataType x_dtype, gamma_dtype;
+  Layout layout;
+  Activation act;
+  Family family;
+  int block;       // threads per workgroup
+  int vector;      // elements per vector access
+  int per_thread;  // onchip/split: vectors per thread; looped: vectors in flight
+
+  Key key() const { return {op, x_dtype, gamma_dtype, layout, act}; }
+  // Supports every valid problem of its key (no size limit, vector 1: no alignment need).
+  bool generic() const { return family == Family::looped && vector == 1; }
+  // Elements one workgroup holds on chip (onchip) or handles per slice (split).
+  std::int64_t chunk_elements() const { return std::int64_t(block) * vector * per_thread; }
+  std::string name() const;  // the grammar of codegen/spec.py
+  static std::optional<InstanceSpec> parse(std::string_view name);
+  bool operator==(const InstanceSpec& o) const { return name() == o.name(); }
+};
+
+using FwdLaunchFn = hipError_t (*)(const FwdParams&, hipStream_t);
+
+class Instance {
+ public:
+  Instance(const InstanceSpec& spec, FwdLaunchFn launch) : spec_(spec), name_(spec.name()), launch_(launch) {}
+  const InstanceSpec& spec() const { return spec_; }
+  const std::string& name() const { return name_; }
+
+  // Whether this instance computes the problem. Tensors, when given, are checked for the
+  // alignment vector access needs; without them 16-byte-aligned pointers are assumed. On
+  // false, *why (if given) says which constraint failed.
+  bool supports(const FwdProblem&, const FwdTensors* tensors = nullptr, std::string* why = nullptr) const;
+  std::size_t workspace_bytes(const FwdProblem&) const;
+  // Launches on stream. The caller validated the problem and checked supports().
+  Status run(const FwdProblem&, const FwdTensors&, void* workspace, hipStream_t stream) const;
+
+ private:
+  int slices(const FwdProblem&) const;
+  InstanceSpec spec_;
+  std::string name_;
+  FwdLaunchFn launch_;
+};
+
+}  // namespace hipgn

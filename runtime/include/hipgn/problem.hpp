@@ -1,0 +1,48 @@
+// The GroupNorm forward problem (sizes, types, layout, activation) and its tensors.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hipgn/status.hpp"
+#include "hipgn/types.hpp"
+
+namespace hipgn {
+
+struct FwdProblem {
+  std::int64_t n = 0;                 // batch
+  std::int64_t c = 0;                 // channels
+  std::vector<std::int64_t> spatial;  // any rank; empty means one position
+  std::int64_t groups = 0;            // G, divides c
+  DataType x_dtype = DataType::f32;   // x and y
+  DataType gamma_dtype = DataType::f32;  // gamma and beta: x_dtype or f32
+  Layout layout = Layout::channels_first;
+  Activation act = Activation::none;
+  float eps = 1e-5f;
+  float swish_beta = 1.f;  // Swish: z * sigmoid(swish_beta * z); 1 is SiLU
+
+  std::int64_t spatial_size() const;
+  std::int64_t elements() const { return n * c * spatial_size(); }
+  std::int64_t channels_per_group() const { return c / groups; }
+  std::int64_t group_elements() const { return channels_per_group() * spatial_size(); }
+  std::int64_t num_groups() const { return n * groups; }
+  std::string to_string() const;  // e.g. "n2 c320 s64x64 g32 f16/f32 cl swish"
+};
+
+// Device pointers. gamma/beta may be null (affine off: scale 1, shift 0); mean/rstd [N, G]
+// fp32 may be null (not saved).
+struct FwdTensors {
+  const void* x = nullptr;
+  void* y = nullptr;
+  const void* gamma = nullptr;
+  const void* beta = nullptr;
+  float* mean = nullptr;
+  float* rstd = nullptr;
+};
+
+// Whether the problem and tensors are valid, independent of what was built: C % G, G >= 1,
+// sizes > 0, eps finite and > 0, x and y non-null, gamma dtype x's or f32.
+Status validate(const FwdProblem&, const FwdTensors&);
+
+}  // namespace hipgn

@@ -1,0 +1,85 @@
+// The C API: a thin shell over the C++ API; the last failure's message is kept per thread.
+#include "hipgn/hipgn.h"
+
+#include <string>
+
+#include "hipgn/hipgn.hpp"
+
+struct hipgn_handle_s {
+  std::unique_ptr<hipgn::Handle> handle;
+};
+
+namespace {
+thread_local std::string g_last_error;
+
+hipgn_status_t report(const hipgn::Status& s) {
+  if (!s.ok()) g_last_error = std::string(hipgn::to_string(s.code)) + ": " + s.message;
+  return static_cast<hipgn_status_t>(s.code);
+}
+
+bool to_problem(const hipgn_fwd_problem_t* in, hipgn::FwdProblem* out) {
+  if (!in || in->spatial_rank < 0 || in->spatial_rank > HIPGN_MAX_SPATIAL_RANK) return false;
+  if (in->x_dtype < HIPGN_F32 || in->x_dtype > HIPGN_BF16 || in->gamma_dtype < HIPGN_F32 || in->gamma_dtype > HIPGN_BF16 ||
+      (in->layout != HIPGN_CHANNELS_FIRST && in->layout != HIPGN_CHANNELS_LAST) ||
+      (in->act != HIPGN_ACT_NONE && in->act != HIPGN_ACT_SWISH))
+    return false;
+  out->n = in->n;
+  out->c = in->c;
+  out->groups = in->groups;
+  out->spatial.assign(in->spatial, in->spatial + in->spatial_rank);
+  out->x_dtype = static_cast<hipgn::DataType>(in->x_dtype);
+  out->gamma_dtype = static_cast<hipgn::DataType>(in->gamma_dtype);
+  out->layout = static_cast<hipgn::Layout>(in->layout);
+  out->act = static_cast<hipgn::Activation>(in->act);
+  out->eps = in->eps;
+  out->swish_beta = in->swish_beta;
+  return true;
+}
+
+const hipgn::Status kBadDescriptor = hipgn::Status::error(
+    hipgn::StatusCode::invalid_argument, "the problem descriptor is null or has an out-of-range enum or spatial rank");
+const hipgn::Status kNoHandle = hipgn::Status::error(hipgn::StatusCode::invalid_argument, "the handle is null");
+}  // namespace
+
+extern "C" {
+
+hipgn_status_t hipgn_create(hipgn_handle_t* handle) {
+  if (!handle) return report(kNoHandle);
+  *handle = new hipgn_handle_s;
+  return report(hipgn::Handle::create(&(*handle)->handle));
+}
+
+void hipgn_destroy(hipgn_handle_t handle) { delete handle; }
+
+const char* hipgn_last_error(void) { return g_last_error.c_str(); }
+
+hipgn_status_t hipgn_groupnorm_fwd(hipgn_handle_t handle, const hipgn_fwd_problem_t* problem, const void* x, void* y,
+                                   const void* gamma, const void* beta, float* mean, float* rstd, const char* instance,
+                                   void* stream) {
+  if (!handle) return report(kNoHandle);
+  hipgn::FwdProblem p;
+  if (!to_problem(problem, &p)) return report(kBadDescriptor);
+  const hipgn::FwdTensors t{x, y, gamma, beta, mean, rstd};
+  return report(handle->handle->forward(p, t, static_cast<hipStream_t>(stream), instance ? instance : ""));
+}
+
+hipgn_status_t hipgn_choose_instance(hipgn_handle_t handle, const hipgn_fwd_problem_t* problem, const char** name) {
+  if (!handle || !name) return report(kNoHandle);
+  hipgn::FwdProblem p;
+  if (!to_problem(problem, &p)) return report(kBadDescriptor);
+  hipgn::Status s = hipgn::validate(p, hipgn::FwdTensors{reinterpret_cast<const void*>(16), reinterpret_cast<void*>(16)});
+  if (!s.ok()) return report(s);
+  const hipgn::Instance* inst = handle->handle->choose(p, nullptr, &s);
+  if (!inst) return report(s);
+  *name = inst->name().c_str();
+  return HIPGN_STATUS_SUCCESS;
+}
+
+int64_t hipgn_instance_count(void) { return static_cast<int64_t>(hipgn::Registry::global().all().size()); }
+
+const char* hipgn_instance_name(int64_t index) {
+  const auto& all = hipgn::Registry::global().all();
+  return index >= 0 && index < static_cast<int64_t>(all.size()) ? all[std::size_t(index)].name().c_str() : nullptr;
+}
+
+}  // extern "C"

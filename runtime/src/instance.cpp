@@ -1,0 +1,134 @@
+// Instance names (the grammar of codegen/spec.py), support checks, workspace and launch.
+#include "hipgn/instance.hpp"
+
+#include <climits>
+#include <cstdint>
+#include <tuple>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace hipgn {
+
+bool Key::operator<(const Key& o) const {
+  auto t = [](const Key& k) { return std::make_tuple(int(k.op), int(k.x_dtype), int(k.gamma_dtype), int(k.layout), int(k.act)); };
+  return t(*this) < t(o);
+}
+
+std::string Key::to_string() const {
+  std::string s;
+  for (std::string_view part : {hipgn::to_string(op), hipgn::to_string(x_dtype), hipgn::to_string(gamma_dtype),
+                                hipgn::to_string(layout), hipgn::to_string(act)})
+    s.append(s.empty() ? "" : "_").append(part);
+  return s;
+}
+
+Key Key::of(const FwdProblem& p) { return {Op::fwd, p.x_dtype, p.gamma_dtype, p.layout, p.act}; }
+
+std::string InstanceSpec::name() const {
+  return "gn_" + key().to_string() + "_" + std::string(hipgn::to_string(family)) + "_b" + std::to_string(block) +
+         "_v" + std::to_string(vector) + "_e" + std::to_string(per_thread);
+}
+
+std::optional<InstanceSpec> InstanceSpec::parse(std::string_view name) {
+  std::vector<std::string_view> f;
+  for (std::size_t start = 0;;) {
+    const std::size_t end = name.find('_', start);
+    f.push_back(name.substr(start, end == std::string_view::npos ? end : end - start));
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  auto number = [](std::string_view s, char prefix, int& out) {
+    if (s.size() < 2 || s[0] != prefix || s.size() > 6) return false;
+    out = 0;
+    for (char ch : s.substr(1)) {
+      if (ch < '0' || ch > '9') return false;
+      out = out * 10 + (ch - '0');
+    }
+    return true;
+  };
+  InstanceSpec s{};
+  if (f.size() != 10 || f[0] != "gn" || !hipgn::parse(f[1], s.op) || !hipgn::parse(f[2], s.x_dtype) ||
+      !hipgn::parse(f[3], s.gamma_dtype) || !hipgn::parse(f[4], s.layout) || !hipgn::parse(f[5], s.act) ||
+      !hipgn::parse(f[6], s.family) || !number(f[7], 'b', s.block) || !number(f[8], 'v', s.vector) ||
+      !number(f[9], 'e', s.per_thread))
+    return std::nullopt;
+  if (s.name() != name) return std::nullopt;  // e.g. leading zeros: one spelling per spec
+  return s;
+}
+
+namespace {
+// The group is rows x cols with cols contiguous: channels-first cols are the spatial
+// positions, channels-last cols the group's channels.
+std::int64_t cols(const FwdProblem& p) {
+  return p.layout == Layout::channels_first ? p.spatial_size() : p.channels_per_group();
+}
+constexpr std::int64_t kMaxSlices = 65535;  // the grid's y limit on both vendors
+}  // namespace
+
+int Instance::slices(const FwdProblem& p) const {
+  const std::int64_t chunk = spec_.chunk_elements();
+  const std::int64_t s = (p.group_elements() + chunk - 1) / chunk;
+  return s > kMaxSlices ? -1 : int(s);
+}
+
+bool Instance::supports(const FwdProblem& p, const FwdTensors* t, std::string* why) const {
+  auto no = [why](std::string m) {
+    if (why) *why = std::move(m);
+    return false;
+  };
+  if (!(spec_.key() == Key::of(p))) return no("functional key " + Key::of(p).to_string() + " differs");
+  if (p.num_groups() > INT_MAX) return no("N*G exceeds the grid's 2^31-1 workgroups");
+  const int v = spec_.vector;
+  if (v > 1) {
+    if (cols(p) % v != 0)
+      return no((p.layout == Layout::channels_first ? "spatial size " : "C/G ") + std::to_string(cols(p)) +
+                " is not a multiple of the vector " + std::to_string(v));
+    const std::size_t align = std::size_t(v) * size_of(p.x_dtype);
+    if (t && (reinterpret_cast<std::uintptr_t>(t->x) % align || reinterpret_cast<std::uintptr_t>(t->y) % align))
+      return no("x or y is not aligned to " + std::to_string(align) + " bytes");
+  }
+  if (spec_.family == Family::onchip && p.group_elements() > spec_.chunk_elements())
+    return no("the group's " + std::to_string(p.group_elements()) + " elements exceed the " +
+              std::to_string(spec_.chunk_elements()) + " held on chip");
+  if (spec_.family == Family::split && slices(p) < 0)
+    return no("the group needs more than " + std::to_string(kMaxSlices) + " slices");
+  return true;
+}
+
+std::size_t Instance::workspace_bytes(const FwdProblem& p) const {
+  if (spec_.family != Family::split) return 0;
+  return std::size_t(p.num_groups()) * std::size_t(slices(p)) * 3 * sizeof(float);
+}
+
+Status Instance::run(const FwdProblem& p, const FwdTensors& t, void* workspace, hipStream_t stream) const {
+  const std::int64_t hw = p.spatial_size(), cg = p.channels_per_group();
+  const bool cf = p.layout == Layout::channels_first;
+  FwdParams k{};
+  k.x = t.x;
+  k.y = t.y;
+  k.gamma = t.gamma;
+  k.beta = t.beta;
+  k.mean = t.mean;
+  k.rstd = t.rstd;
+  k.workspace = static_cast<float*>(workspace);
+  k.groups_per_sample = p.groups;
+  k.channels_per_group = cg;
+  k.sample_stride = p.c * hw;
+  k.group_stride = cf ? cg * hw : cg;
+  k.row_stride = cf ? hw : p.c;
+  k.vectors = cg * hw / spec_.vector;
+  k.vectors_per_row = FastDivmod::make(std::uint64_t(cols(p) / spec_.vector));
+  k.num_groups = static_cast<std::int32_t>(p.num_groups());
+  k.slices = spec_.family == Family::split ? slices(p) : 1;
+  k.eps = p.eps;
+  k.swish_beta = p.swish_beta;
+  if (spec_.family == Family::split && !workspace)
+    return Status::error(StatusCode::invalid_argument, name_ + " needs a workspace");
+  const hipError_t e = launch_(k, stream);
+  if (e != hipSuccess)
+    return Status::error(StatusCode::runtime_error, name_ + ": launch failed: " + hipGetErrorString(e));
+  return Status::success();
+}
+
+}  // namespace hipgn

@@ -1,0 +1,76 @@
+// The CPU reference in float64, and host encoding of values into storage dtypes.
+#include "hipgn/reference.hpp"
+
+#include <cmath>
+#include <cstring>
+
+namespace hipgn {
+
+std::int64_t element_offset(const FwdProblem& p, std::int64_t n, std::int64_t c, std::int64_t s) {
+  const std::int64_t hw = p.spatial_size();
+  return p.layout == Layout::channels_first ? (n * p.c + c) * hw + s : (n * hw + s) * p.c + c;
+}
+
+void reference_fwd(const FwdProblem& p, const double* x, const double* gamma, const double* beta, double* y,
+                   double* mean, double* rstd) {
+  const std::int64_t hw = p.spatial_size(), cg = p.channels_per_group();
+  for (std::int64_t n = 0; n < p.n; ++n) {
+    for (std::int64_t g = 0; g < p.groups; ++g) {
+      // two passes in float64: the mean, then the mean squared deviation (biased variance)
+      double sum = 0;
+      for (std::int64_t c = g * cg; c < (g + 1) * cg; ++c)
+        for (std::int64_t s = 0; s < hw; ++s) sum += x[element_offset(p, n, c, s)];
+      const double count = double(cg * hw), m = sum / count;
+      double sq = 0;
+      for (std::int64_t c = g * cg; c < (g + 1) * cg; ++c)
+        for (std::int64_t s = 0; s < hw; ++s) {
+          const double d = x[element_offset(p, n, c, s)] - m;
+          sq += d * d;
+        }
+      const double r = 1.0 / std::sqrt(sq / count + double(p.eps));
+      if (mean) mean[n * p.groups + g] = m;
+      if (rstd) rstd[n * p.groups + g] = r;
+      for (std::int64_t c = g * cg; c < (g + 1) * cg; ++c) {
+        const double ga = gamma ? gamma[c] : 1.0, be = beta ? beta[c] : 0.0;
+        for (std::int64_t s = 0; s < hw; ++s) {
+          const std::int64_t i = element_offset(p, n, c, s);
+          double z = ga * (x[i] - m) * r + be;
+          if (p.act == Activation::swish) z = z / (1.0 + std::exp(-double(p.swish_beta) * z));
+          y[i] = z;
+        }
+      }
+    }
+  }
+}
+
+std::vector<std::uint8_t> encode(DataType t, const std::vector<double>& v) {
+  std::vector<std::uint8_t> out(v.size() * size_of(t));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const float f = static_cast<float>(v[i]);  // rounds through float: exact for what decode returns
+    if (t == DataType::f32) std::memcpy(&out[i * 4], &f, 4);
+    else {
+      const std::uint16_t b = t == DataType::f16 ? from_float<f16_t>(f).bits : from_float<bf16_t>(f).bits;
+      std::memcpy(&out[i * 2], &b, 2);
+    }
+  }
+  return out;
+}
+
+std::vector<double> decode(DataType t, const void* bytes, std::size_t count) {
+  std::vector<double> out(count);
+  const auto* b = static_cast<const std::uint8_t*>(bytes);
+  for (std::size_t i = 0; i < count; ++i) {
+    if (t == DataType::f32) {
+      float f;
+      std::memcpy(&f, b + i * 4, 4);
+      out[i] = f;
+    } else {
+      std::uint16_t h;
+      std::memcpy(&h, b + i * 2, 2);
+      out[i] = t == DataType::f16 ? to_float(f16_t{h}) : to_float(bf16_t{h});
+    }
+  }
+  return out;
+}
+
+}  // namespace hipgn

@@ -1,0 +1,97 @@
+// Names of the enumerations (the spellings of codegen/spec.py), problem validation.
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <vector>
+
+#include "hipgn/problem.hpp"
+#include "hipgn/types.hpp"
+
+namespace hipgn {
+namespace {
+template <typename E, std::size_t K>
+bool parse_in(std::string_view s, E& out, const std::string_view (&names)[K]) {
+  for (std::size_t i = 0; i < K; ++i)
+    if (names[i] == s) { out = static_cast<E>(i); return true; }
+  return false;
+}
+constexpr std::string_view kOps[] = {"fwd"};
+constexpr std::string_view kDtypes[] = {"f32", "f16", "bf16"};
+constexpr std::string_view kLayouts[] = {"cf", "cl"};
+constexpr std::string_view kActs[] = {"none", "swish"};
+constexpr std::string_view kFamilies[] = {"onchip", "looped", "split"};
+}  // namespace
+
+std::string_view to_string(Op v) { return kOps[int(v)]; }
+std::string_view to_string(DataType v) { return kDtypes[int(v)]; }
+std::string_view to_string(Layout v) { return kLayouts[int(v)]; }
+std::string_view to_string(Activation v) { return kActs[int(v)]; }
+std::string_view to_string(Family v) { return kFamilies[int(v)]; }
+bool parse(std::string_view s, Op& v) { return parse_in(s, v, kOps); }
+bool parse(std::string_view s, DataType& v) { return parse_in(s, v, kDtypes); }
+bool parse(std::string_view s, Layout& v) { return parse_in(s, v, kLayouts); }
+bool parse(std::string_view s, Activation& v) { return parse_in(s, v, kActs); }
+bool parse(std::string_view s, Family& v) { return parse_in(s, v, kFamilies); }
+std::size_t size_of(DataType t) { return t == DataType::f32 ? 4 : 2; }
+
+const char* to_string(StatusCode c) {
+  switch (c) {
+    case StatusCode::success: return "success";
+    case StatusCode::invalid_argument: return "invalid argument";
+    case StatusCode::not_built: return "not built";
+    case StatusCode::not_supported: return "not supported";
+    case StatusCode::unknown_instance: return "unknown instance";
+    case StatusCode::runtime_error: return "runtime error";
+    case StatusCode::no_device: return "no device";
+  }
+  return "?";
+}
+
+std::int64_t FwdProblem::spatial_size() const {
+  std::int64_t s = 1;
+  for (auto d : spatial) s *= d;
+  return s;
+}
+
+std::string FwdProblem::to_string() const {
+  std::ostringstream o;
+  o << "n" << n << " c" << c << " s";
+  for (std::size_t i = 0; i < spatial.size(); ++i) o << (i ? "x" : "") << spatial[i];
+  if (spatial.empty()) o << "1";
+  o << " g" << groups << " " << hipgn::to_string(x_dtype) << "/" << hipgn::to_string(gamma_dtype) << " "
+    << hipgn::to_string(layout) << " " << hipgn::to_string(act);
+  if (act == Activation::swish) o << "(" << swish_beta << ")";
+  o << " eps" << eps;
+  return o.str();
+}
+
+Status validate(const FwdProblem& p, const FwdTensors& t) {
+  auto bad = [](std::string m) { return Status::error(StatusCode::invalid_argument, std::move(m)); };
+  if (p.n < 1) return bad("N = " + std::to_string(p.n) + ": the batch must hold at least one sample");
+  if (p.c < 1) return bad("C = " + std::to_string(p.c) + ": there must be at least one channel");
+  for (std::size_t i = 0; i < p.spatial.size(); ++i)
+    if (p.spatial[i] < 1)
+      return bad("spatial dimension " + std::to_string(i) + " = " + std::to_string(p.spatial[i]) + ": empty dimension");
+  if (p.groups < 1) return bad("G = " + std::to_string(p.groups) + ": the number of groups must be at least 1");
+  if (p.c % p.groups != 0)
+    return bad("C = " + std::to_string(p.c) + " is not divisible by G = " + std::to_string(p.groups));
+  // the element count must fit in 64 bits (every dimension is >= 1 here)
+  std::int64_t total = p.n;
+  std::vector<std::int64_t> dims{p.c};
+  dims.insert(dims.end(), p.spatial.begin(), p.spatial.end());
+  for (std::int64_t d : dims) {
+    if (total > std::numeric_limits<std::int64_t>::max() / d) return bad("the tensor has more than 2^63 elements");
+    total *= d;
+  }
+  if (!(std::isfinite(p.eps) && p.eps > 0.f)) return bad("eps = " + std::to_string(p.eps) + ": must be finite and > 0");
+  if (p.act == Activation::swish && !std::isfinite(p.swish_beta))
+    return bad("swish_beta must be finite");
+  if (p.gamma_dtype != p.x_dtype && p.gamma_dtype != DataType::f32)
+    return bad("gamma/beta dtype " + std::string(hipgn::to_string(p.gamma_dtype)) + " must be x's (" +
+               std::string(hipgn::to_string(p.x_dtype)) + ") or f32");
+  if (!t.x) return bad("x is null");
+  if (!t.y) return bad("y is null");
+  return Status::success();
+}
+
+}  // namespace hipgn

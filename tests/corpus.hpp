@@ -1,0 +1,59 @@
+// Problems the tests run: odd shapes on purpose (prime spatial sizes, C/G of 1, 3, 30 and
+// 160, vector tails, G = 1 and G = C, 3-D spatial, far fewer and far more groups than compute
+// units), and a random corpus for dispatch coverage.
+#pragma once
+
+#include <random>
+#include <vector>
+
+#include "hipgn/problem.hpp"
+
+namespace hipgn::test {
+
+struct Shape {
+  std::int64_t n, c;
+  std::vector<std::int64_t> spatial;
+  std::int64_t groups;
+};
+
+inline const std::vector<Shape>& shape_corpus() {
+  static const std::vector<Shape> shapes = {
+      {2, 4, {1}, 4},             // G = C with one position: groups of one element
+      {2, 6, {7}, 2},             // C/G = 3, prime spatial
+      {3, 30, {5, 7}, 1},         // G = 1 (LayerNorm), C/G = 30
+      {2, 64, {8, 8}, 64},        // G = C (InstanceNorm)
+      {2, 320, {13, 11}, 32},     // C/G = 10, spatial 143
+      {2, 96, {17, 19}, 32},      // C/G = 3, spatial 323: vector tails
+      {2, 60, {3, 4, 5}, 2},      // 3-D spatial, C/G = 30
+      {64, 32, {4, 4}, 32},       // 2048 groups: far more than compute units; C/G = 1
+      {2, 64, {64, 64}, 32},      // 64 groups, fewer than compute units; 8K-element groups
+      {1, 64, {128, 128}, 2},     // 2 groups of 512K elements: looped and split
+      {1, 8, {8191}, 2},          // prime spatial 8191, C/G = 4: 32764-element groups
+      {2, 1280, {8, 8}, 32},      // C/G = 40
+      {2, 640, {7, 7}, 4},        // C/G = 160
+      {3, 160, {}, 1},            // no spatial dimensions: (N, C) alone
+      {1, 48, {2, 3}, 16},        // C/G = 3, tiny
+      {2, 32, {33, 47}, 4},       // C/G = 8, odd 2-D spatial: 12408-element groups
+  };
+  return shapes;
+}
+
+inline FwdProblem make_problem(const Shape& s, DataType x, DataType gamma, Layout layout, Activation act) {
+  FwdProblem p;
+  p.n = s.n;
+  p.c = s.c;
+  p.spatial = s.spatial;
+  p.groups = s.groups;
+  p.x_dtype = x;
+  p.gamma_dtype = gamma;
+  p.layout = layout;
+  p.act = act;
+  p.eps = 1e-5f;
+  p.swish_beta = act == Activation::swish ? 1.0f : 1.0f;
+  return p;
+}
+
+// A seed per run: fresh inputs every time, reproducible through HIPGN_TEST_SEED.
+unsigned test_seed();
+
+}  // namespace hipgn::test

@@ -1,0 +1,149 @@
+#include "gpu.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <random>
+
+#include "corpus.hpp"
+
+namespace hipgn::test {
+
+unsigned test_seed() {
+  static const unsigned seed = [] {
+    const char* env = std::getenv("HIPGN_TEST_SEED");
+    const unsigned s = env ? unsigned(std::strtoul(env, nullptr, 10))
+                           : unsigned(std::chrono::steady_clock::now().time_since_epoch().count());
+    std::printf("hipgn tests: random seed %u (set HIPGN_TEST_SEED to repeat)\n", s);
+    return s;
+  }();
+  return seed;
+}
+
+const std::string& no_gpu_reason() {
+  static const std::string reason = [] {
+    int n = 0;
+    const hipError_t e = hipGetDeviceCount(&n);
+    if (e != hipSuccess) return std::string("the GPU runtime reports: ") + hipGetErrorString(e);
+    if (n == 0) return std::string("the GPU runtime sees no device");
+    return std::string();
+  }();
+  return reason;
+}
+
+#define HIPGN_CHECK_HIP(expr)                                                              \
+  do {                                                                                     \
+    const hipError_t e_ = (expr);                                                          \
+    if (e_ != hipSuccess) {                                                                \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr, hipGetErrorString(e_)); \
+      std::abort();                                                                        \
+    }                                                                                      \
+  } while (0)
+
+DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+  HIPGN_CHECK_HIP(hipMalloc(&ptr_, std::max<std::size_t>(bytes, 1)));
+}
+DeviceBuffer::~DeviceBuffer() { (void)hipFree(ptr_); }
+void DeviceBuffer::upload(const void* host, std::size_t bytes, std::size_t offset) {
+  HIPGN_CHECK_HIP(hipMemcpy(static_cast<char*>(ptr_) + offset, host, bytes, hipMemcpyHostToDevice));
+}
+std::vector<std::uint8_t> DeviceBuffer::download() const {
+  std::vector<std::uint8_t> out(bytes_);
+  HIPGN_CHECK_HIP(hipMemcpy(out.data(), ptr_, bytes_, hipMemcpyDeviceToHost));
+  return out;
+}
+void DeviceBuffer::poison() { HIPGN_CHECK_HIP(hipMemset(ptr_, 0xFF, bytes_)); }
+
+namespace {
+// |out - ref| <= atol + rtol * |ref|: one output rounding of the dtype plus fp32 arithmetic.
+struct Tolerance {
+  double atol, rtol;
+};
+Tolerance tolerance(DataType t) {
+  switch (t) {
+    case DataType::f32: return {1e-4, 1e-4};
+    case DataType::f16: return {4e-3, 4e-3};   // 2^-11 relative rounding, outputs up to ~8
+    case DataType::bf16: return {3e-2, 1.6e-2};  // 2^-8 relative rounding
+  }
+  return {0, 0};
+}
+}  // namespace
+
+bool run_and_check(const FwdProblem& p, const RunOptions& o, const Launch& launch, const std::string& what) {
+  const std::size_t count = std::size_t(p.elements()), groups = std::size_t(p.num_groups());
+  const std::size_t es = size_of(p.x_dtype), gs = size_of(p.gamma_dtype);
+  std::mt19937_64 rng(test_seed() ^ std::hash<std::string>{}(what));
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<double> x(count), gamma(std::size_t(p.c)), beta(std::size_t(p.c));
+  for (auto& v : x) v = o.x_offset + o.x_scale * u(rng);
+  for (auto& v : gamma) v = 1.0 + 0.5 * u(rng);
+  for (auto& v : beta) v = 0.5 * u(rng);
+  // the reference sees exactly the values the GPU sees: rounded to the storage dtype
+  const auto xb = encode(p.x_dtype, x), gb = encode(p.gamma_dtype, gamma), bb = encode(p.gamma_dtype, beta);
+  x = decode(p.x_dtype, xb.data(), count);
+  gamma = decode(p.gamma_dtype, gb.data(), gamma.size());
+  beta = decode(p.gamma_dtype, bb.data(), beta.size());
+
+  const std::size_t shift = o.misalign_elements * es;
+  DeviceBuffer dx(count * es + shift), dy(count * es + shift), dg(p.c * gs), db(p.c * gs),
+      dm(groups * 4), dr(groups * 4);
+  dx.upload(xb.data(), xb.size(), shift);
+  dg.upload(gb.data(), gb.size());
+  db.upload(bb.data(), bb.size());
+  dy.poison();
+  dm.poison();
+  dr.poison();
+  FwdTensors t;
+  t.x = static_cast<char*>(dx.get()) + shift;
+  t.y = static_cast<char*>(dy.get()) + shift;
+  t.gamma = o.gamma ? dg.get() : nullptr;
+  t.beta = o.beta ? db.get() : nullptr;
+  t.mean = o.save_stats ? static_cast<float*>(dm.get()) : nullptr;
+  t.rstd = o.save_stats ? static_cast<float*>(dr.get()) : nullptr;
+
+  const Status s = launch(p, t);
+  EXPECT_TRUE(s.ok()) << what << ": " << s.message;
+  if (!s.ok()) return false;
+  EXPECT_EQ(hipDeviceSynchronize(), hipSuccess) << what;
+
+  std::vector<double> ry(count), rm(groups), rr(groups);
+  reference_fwd(p, x.data(), o.gamma ? gamma.data() : nullptr, o.beta ? beta.data() : nullptr, ry.data(), rm.data(),
+                rr.data());
+  const auto yb = dy.download();
+  const auto y = decode(p.x_dtype, yb.data() + shift, count);
+  const Tolerance tol = tolerance(p.x_dtype);
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    // NaN (an unwritten, poisoned element) fails this comparison too
+    if (!(std::fabs(y[i] - ry[i]) <= tol.atol + tol.rtol * std::fabs(ry[i]))) {
+      if (!bad++) first = i;
+    }
+  }
+  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << count << " outputs wrong; first at " << first << ": got "
+                     << y[first] << ", want " << ry[first];
+  // the poison beyond the tensor (misaligned runs) stays: nothing written out of bounds
+  for (std::size_t i = 0; i < shift; ++i) EXPECT_EQ(yb[i], 0xFF) << what << ": byte before y written";
+
+  if (o.save_stats) {
+    const auto mb = dm.download(), rb = dr.download();
+    const auto m = decode(DataType::f32, mb.data(), groups), r = decode(DataType::f32, rb.data(), groups);
+    for (std::size_t g = 0; g < groups; ++g) {
+      // mean to a small fraction of the group's spread; rstd relative
+      const double spread = 1.0 / rr[g];
+      EXPECT_NEAR(m[g], rm[g], 1e-4 * (std::fabs(rm[g]) + spread)) << what << ": mean of group " << g;
+      EXPECT_NEAR(r[g], rr[g], 2e-4 * rr[g]) << what << ": rstd of group " << g;
+      if (::testing::Test::HasFailure()) break;
+    }
+  } else {
+    // not requested: not written
+    for (auto b : dm.download())
+      if (b != 0xFF) {
+        ADD_FAILURE() << what << ": mean written though not requested";
+        break;
+      }
+  }
+  return bad == 0 && !::testing::Test::HasFailure();
+}
+
+}  // namespace hipgn::test

@@ -1,0 +1,56 @@
+// GPU test helpers: device buffers, the skip reason without a GPU, and one checked forward
+// run of a problem (fresh inputs, poisoned outputs, float64 reference, per-dtype tolerances).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "hipgn/hipgn.hpp"
+#include "hipgn/reference.hpp"
+
+namespace hipgn::test {
+
+// Empty when a GPU is present; else why not (the tests' skip message).
+const std::string& no_gpu_reason();
+
+#define HIPGN_REQUIRE_GPU()                                                  \
+  do {                                                                       \
+    if (!::hipgn::test::no_gpu_reason().empty())                             \
+      GTEST_SKIP() << "no GPU on this machine: " << ::hipgn::test::no_gpu_reason(); \
+  } while (0)
+
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void* get() const { return ptr_; }
+  std::size_t bytes() const { return bytes_; }
+  void upload(const void* host, std::size_t bytes, std::size_t offset = 0);
+  std::vector<std::uint8_t> download() const;
+  void poison();  // every byte 0xFF: NaN in f32, f16 and bf16
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+struct RunOptions {
+  bool gamma = true, beta = true, save_stats = true;
+  std::size_t misalign_elements = 0;  // offset x and y by this many elements
+  double x_offset = 0.5;              // x = offset + U(-1, 1) * scale
+  double x_scale = 2.0;
+};
+
+// Uploads fresh random inputs for p, poisons the outputs, calls `launch` with the device
+// tensors, and checks every output element (and mean/rstd) against the float64 reference.
+// Returns false (with gtest failures recorded) on a mismatch.
+using Launch = std::function<Status(const FwdProblem&, const FwdTensors&)>;
+bool run_and_check(const FwdProblem& p, const RunOptions& o, const Launch& launch, const std::string& what);
+
+}  // namespace hipgn::test

@@ -1,0 +1,81 @@
+// The C API: listing, the automatic choice, errors with messages, and a run on the GPU.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "corpus.hpp"
+#include "gpu.hpp"
+#include "hipgn/hipgn.h"
+
+namespace hipgn::test {
+namespace {
+
+hipgn_fwd_problem_t sd15(hipgn_layout_t layout) {
+  hipgn_fwd_problem_t p{};
+  p.n = 2;
+  p.c = 320;
+  p.groups = 32;
+  p.spatial_rank = 2;
+  p.spatial[0] = p.spatial[1] = 64;
+  p.x_dtype = p.gamma_dtype = HIPGN_F16;
+  p.layout = layout;
+  p.act = HIPGN_ACT_SWISH;
+  p.eps = 1e-5f;
+  p.swish_beta = 1.f;
+  return p;
+}
+
+TEST(CApi, ListsTheRegistry) {
+  ASSERT_EQ(hipgn_instance_count(), std::int64_t(Registry::global().all().size()));
+  for (std::int64_t i = 0; i < hipgn_instance_count(); ++i)
+    EXPECT_EQ(hipgn_instance_name(i), Registry::global().all()[std::size_t(i)].name());
+  EXPECT_EQ(hipgn_instance_name(-1), nullptr);
+  EXPECT_EQ(hipgn_instance_name(hipgn_instance_count()), nullptr);
+}
+
+TEST(CApi, ChoosesAndReportsErrors) {
+  hipgn_handle_t h = nullptr;
+  const hipgn_status_t created = hipgn_create(&h);
+  ASSERT_TRUE(created == HIPGN_STATUS_SUCCESS || created == HIPGN_STATUS_NO_DEVICE);
+  ASSERT_NE(h, nullptr);
+  hipgn_fwd_problem_t p = sd15(HIPGN_CHANNELS_LAST);
+  const char* name = nullptr;
+  if (!Registry::global().bucket({Op::fwd, DataType::f16, DataType::f16, Layout::channels_last, Activation::swish}).empty()) {
+    ASSERT_EQ(hipgn_choose_instance(h, &p, &name), HIPGN_STATUS_SUCCESS) << hipgn_last_error();
+    EXPECT_NE(Registry::global().find(name), nullptr);
+  }
+  p.groups = 7;
+  EXPECT_EQ(hipgn_choose_instance(h, &p, &name), HIPGN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(hipgn_last_error(), "not divisible by G = 7"), nullptr) << hipgn_last_error();
+  p = sd15(HIPGN_CHANNELS_LAST);
+  p.spatial_rank = 9;
+  EXPECT_EQ(hipgn_groupnorm_fwd(h, &p, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr),
+            HIPGN_STATUS_INVALID_ARGUMENT);
+  p = sd15(HIPGN_CHANNELS_LAST);
+  EXPECT_EQ(hipgn_groupnorm_fwd(h, &p, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr),
+            HIPGN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(hipgn_last_error(), "x is null"), nullptr) << hipgn_last_error();
+  EXPECT_EQ(hipgn_groupnorm_fwd(nullptr, &p, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr),
+            HIPGN_STATUS_INVALID_ARGUMENT);
+  hipgn_destroy(h);
+}
+
+TEST(CApi, RunsOnTheGpu) {
+  HIPGN_REQUIRE_GPU();
+  hipgn_handle_t h = nullptr;
+  ASSERT_EQ(hipgn_create(&h), HIPGN_STATUS_SUCCESS);
+  for (hipgn_layout_t layout : {HIPGN_CHANNELS_FIRST, HIPGN_CHANNELS_LAST}) {
+    const hipgn_fwd_problem_t cp = sd15(layout);
+    const FwdProblem p = make_problem({2, 320, {64, 64}, 32}, DataType::f16, DataType::f16, Layout(layout),
+                                      Activation::swish);
+    if (Registry::global().bucket(Key::of(p)).empty()) continue;
+    run_and_check(p, RunOptions{}, [&](const FwdProblem&, const FwdTensors& t) {
+      const hipgn_status_t s = hipgn_groupnorm_fwd(h, &cp, t.x, t.y, t.gamma, t.beta, t.mean, t.rstd, nullptr, nullptr);
+      return s == HIPGN_STATUS_SUCCESS ? Status::success() : Status::error(StatusCode(s), hipgn_last_error());
+    }, "C API");
+  }
+  hipgn_destroy(h);
+}
+
+}  // namespace
+}  // namespace hipgn::test

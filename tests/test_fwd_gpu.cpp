@@ -1,0 +1,136 @@
+// Every built forward instance on the odd-shape corpus against the float64 reference, and the
+// dispatch API end to end. One test per instance, named by the instance.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+
+#include "corpus.hpp"
+#include "gpu.hpp"
+
+namespace hipgn::test {
+namespace {
+
+std::atomic<int> g_instances_tested{0};
+std::atomic<int> g_runs{0};
+
+class ReportCounts : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    if (g_instances_tested > 0)
+      std::printf("hipgn: %d forward instances tested in %d checked runs\n", g_instances_tested.load(), g_runs.load());
+  }
+};
+const auto* const kReport = ::testing::AddGlobalTestEnvironment(new ReportCounts);
+
+std::vector<std::string> instance_names() {
+  std::vector<std::string> names;
+  for (const Instance& inst : Registry::global().all()) names.push_back(inst.name());
+  return names;
+}
+
+class FwdInstance : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FwdInstance, MatchesReferenceOnCorpus) {
+  HIPGN_REQUIRE_GPU();
+  const Instance* inst = Registry::global().find(GetParam());
+  ASSERT_NE(inst, nullptr);
+  const InstanceSpec& s = inst->spec();
+  int supported = 0;
+  for (std::size_t i = 0; i < shape_corpus().size(); ++i) {
+    const FwdProblem p = make_problem(shape_corpus()[i], s.x_dtype, s.gamma_dtype, s.layout, s.act);
+    if (!inst->supports(p)) continue;
+    ++supported;
+    // vary affine and saved statistics across shapes so each instance sees both
+    RunOptions o;
+    o.gamma = i % 3 != 1;
+    o.beta = i % 3 != 2;
+    o.save_stats = i % 2 == 0;
+    if (i % 4 == 3) {  // a large offset: statistics must not cancel catastrophically
+      o.x_offset = 40.0;
+      o.x_scale = 1.0;
+    }
+    DeviceBuffer ws(inst->workspace_bytes(p));
+    const std::string what = inst->name() + " on " + p.to_string();
+    run_and_check(p, o, [&](const FwdProblem& q, const FwdTensors& t) { return inst->run(q, t, ws.get(), nullptr); },
+                  what);
+    ++g_runs;
+    if (HasFailure()) return;
+  }
+  // every instance must meet the corpus somewhere, or the corpus does not test it
+  EXPECT_GT(supported, 0) << inst->name() << " supports no shape of the corpus";
+  ++g_instances_tested;
+}
+
+INSTANTIATE_TEST_SUITE_P(All, FwdInstance, ::testing::ValuesIn(instance_names()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+const DataType kPairs[][2] = {{DataType::f32, DataType::f32}, {DataType::f16, DataType::f16},
+                              {DataType::f16, DataType::f32}, {DataType::bf16, DataType::bf16},
+                              {DataType::bf16, DataType::f32}};
+
+// The dispatch API: the heuristic's choice (and misaligned tensors, which only vector-1
+// instances accept) over the corpus, for every key this build has.
+TEST(FwdDispatch, HandleForwardOnCorpus) {
+  HIPGN_REQUIRE_GPU();
+  std::unique_ptr<Handle> h;
+  ASSERT_TRUE(Handle::create(&h).ok());
+  int runs = 0;
+  for (const auto& pair : kPairs)
+    for (Layout layout : {Layout::channels_first, Layout::channels_last})
+      for (Activation act : {Activation::none, Activation::swish}) {
+        if (Registry::global().bucket({Op::fwd, pair[0], pair[1], layout, act}).empty()) continue;
+        for (std::size_t i = 0; i < shape_corpus().size(); ++i) {
+          FwdProblem p = make_problem(shape_corpus()[i], pair[0], pair[1], layout, act);
+          if (act == Activation::swish) p.swish_beta = i % 2 ? 1.0f : 1.702f;
+          RunOptions o;
+          o.misalign_elements = i % 5 == 4 ? 1 : 0;
+          run_and_check(p, o, [&](const FwdProblem& q, const FwdTensors& t) { return h->forward(q, t); },
+                        "dispatch " + p.to_string() + (o.misalign_elements ? " misaligned" : ""));
+          ++runs;
+          if (HasFailure()) return;
+        }
+      }
+  EXPECT_GT(runs, 0);
+}
+
+// Stable Diffusion's shape through the handle, both layouts, with a stream of its own.
+TEST(FwdDispatch, StableDiffusionShapeOnStream) {
+  HIPGN_REQUIRE_GPU();
+  std::unique_ptr<Handle> h;
+  ASSERT_TRUE(Handle::create(&h).ok());
+  hipStream_t stream;
+  ASSERT_EQ(hipStreamCreate(&stream), hipSuccess);
+  for (Layout layout : {Layout::channels_first, Layout::channels_last}) {
+    const FwdProblem p = make_problem({2, 320, {64, 64}, 32}, DataType::f16, DataType::f16, layout, Activation::swish);
+    if (Registry::global().bucket(Key::of(p)).empty()) continue;
+    run_and_check(p, RunOptions{}, [&](const FwdProblem& q, const FwdTensors& t) { return h->forward(q, t, stream); },
+                  "sd15 " + p.to_string());
+  }
+  EXPECT_EQ(hipStreamSynchronize(stream), hipSuccess);
+  EXPECT_EQ(hipStreamDestroy(stream), hipSuccess);
+}
+
+// Running the same instance twice gives the same bits.
+TEST(FwdDispatch, Deterministic) {
+  HIPGN_REQUIRE_GPU();
+  std::unique_ptr<Handle> h;
+  ASSERT_TRUE(Handle::create(&h).ok());
+  const FwdProblem p = make_problem({1, 64, {128, 128}, 2}, DataType::f32, DataType::f32, Layout::channels_first,
+                                    Activation::none);
+  if (Registry::global().bucket(Key::of(p)).empty()) GTEST_SKIP() << "f32 channels-first not built";
+  const std::size_t bytes = std::size_t(p.elements()) * 4;
+  std::vector<double> x(std::size_t(p.elements()));
+  std::mt19937 rng(test_seed());
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (auto& v : x) v = u(rng);
+  const auto xb = encode(DataType::f32, x);
+  DeviceBuffer dx(bytes), y1(bytes), y2(bytes);
+  dx.upload(xb.data(), bytes);
+  ASSERT_TRUE(h->forward(p, FwdTensors{dx.get(), y1.get()}).ok());
+  ASSERT_TRUE(h->forward(p, FwdTensors{dx.get(), y2.get()}).ok());
+  EXPECT_EQ(y1.download(), y2.download());
+}
+
+}  // namespace
+}  // namespace hipgn::test

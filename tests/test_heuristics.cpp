@@ -1,0 +1,124 @@
+// Heuristics: every problem of a large random corpus gets an instance that supports it, and
+// the rules pick the family they say they pick on the shapes that motivated them.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "corpus.hpp"
+#include "hipgn/hipgn.hpp"
+#include <cmath>
+
+namespace hipgn::test {
+namespace {
+
+const DeviceInfo kH100{"H100 (assumed)", 132, 32};
+
+TEST(Heuristics, RandomCorpusAlwaysGetsASupportingInstance) {
+  std::mt19937_64 rng(test_seed());
+  auto pick = [&](auto... v) {
+    const std::int64_t a[] = {v...};
+    return a[rng() % sizeof...(v)];
+  };
+  const auto keys = Registry::global().keys();
+  ASSERT_FALSE(keys.empty());
+  for (int i = 0; i < 20000; ++i) {
+    const Key key = keys[rng() % keys.size()];
+    FwdProblem p;
+    p.x_dtype = key.x_dtype;
+    p.gamma_dtype = key.gamma_dtype;
+    p.layout = key.layout;
+    p.act = key.act;
+    p.groups = pick(1, 2, 3, 4, 7, 8, 16, 32, 64);
+    p.c = p.groups * pick(1, 2, 3, 4, 5, 8, 10, 16, 30, 40, 64, 160);
+    p.n = pick(1, 2, 3, 8, 32);
+    const int rank = int(rng() % 4);
+    for (int r = 0; r < rank; ++r) p.spatial.push_back(pick(1, 2, 3, 7, 8, 13, 16, 31, 64, 97, 128));
+    // random alignment: one element off, or 16-byte aligned
+    const std::uintptr_t base = 4096 + (rng() % 2 ? size_of(p.x_dtype) : 0);
+    const FwdTensors t{reinterpret_cast<const void*>(base), reinterpret_cast<void*>(base + 1024 * 1024)};
+    ASSERT_TRUE(validate(p, t).ok());
+    const Instance* inst = heuristic_choice(Registry::global(), kH100, p, &t);
+    ASSERT_NE(inst, nullptr) << p.to_string();
+    std::string why;
+    ASSERT_TRUE(inst->supports(p, &t, &why)) << inst->name() << " chosen for " << p.to_string() << ": " << why;
+  }
+}
+
+const Instance* choose(const Shape& s, Layout layout, DataType dt = DataType::f16) {
+  const FwdProblem p = make_problem(s, dt, dt, layout, Activation::swish);
+  return heuristic_choice(Registry::global(), kH100, p);
+}
+
+bool built(Family f, DataType dt = DataType::f16) {
+  for (const Instance* i : Registry::global().bucket({Op::fwd, dt, dt, Layout::channels_first, Activation::swish}))
+    if (i->spec().family == f) return true;
+  return false;
+}
+
+TEST(Heuristics, FewLargeGroupsSplit) {
+  if (!built(Family::split)) GTEST_SKIP() << "no split instance in this build";
+  // Stable Diffusion 1.5 at 64x64, N=2, G=32: 64 groups of 40960 elements on 132 SMs
+  const Instance* inst = choose({2, 320, {64, 64}, 32}, Layout::channels_first);
+  ASSERT_NE(inst, nullptr);
+  EXPECT_EQ(inst->spec().family, Family::split) << inst->name();
+  EXPECT_EQ(inst->spec().vector, 8) << "16-byte accesses where the shape allows";
+}
+
+TEST(Heuristics, SmallGroupsStayOnChip) {
+  if (!built(Family::onchip)) GTEST_SKIP() << "no onchip instance in this build";
+  // ResNet-50-GN at N=32: 1024 groups of 25088 elements; SD 8x8: 64 groups of 2560
+  std::int64_t capacity = 0;  // the largest group this build holds on chip
+  for (const Instance* i : Registry::global().bucket({Op::fwd, DataType::f16, DataType::f16, Layout::channels_first,
+                                                       Activation::swish}))
+    if (i->spec().family == Family::onchip && i->spec().vector == 8) capacity = std::max(capacity, i->spec().chunk_elements());
+  for (const Shape& s : {Shape{32, 256, {56, 56}, 32}, Shape{2, 1280, {8, 8}, 32}}) {
+    if ((s.c / s.groups) * s.spatial[0] * s.spatial[1] > capacity) continue;  // a smaller preset
+    const Instance* inst = choose(s, Layout::channels_first);
+    ASSERT_NE(inst, nullptr);
+    EXPECT_EQ(inst->spec().family, Family::onchip) << inst->name();
+    EXPECT_GE(inst->spec().chunk_elements(), (s.c / s.groups) * s.spatial[0] * s.spatial[1]);
+  }
+}
+
+TEST(Heuristics, ManyHugeGroupsLoop) {
+  // 512 groups of 4M elements: too many to split, too large for registers
+  const Instance* inst = choose({16, 1024, {1024, 128}, 32}, Layout::channels_first);
+  ASSERT_NE(inst, nullptr);
+  EXPECT_EQ(inst->spec().family, Family::looped) << inst->name();
+}
+
+TEST(Heuristics, MisalignedTensorsGetVectorOne) {
+  const FwdProblem p = make_problem({2, 320, {64, 64}, 32}, DataType::f16, DataType::f16, Layout::channels_last,
+                                    Activation::swish);
+  const FwdTensors t{reinterpret_cast<const void*>(4098), reinterpret_cast<void*>(1 << 20)};
+  const Instance* inst = heuristic_choice(Registry::global(), kH100, p, &t);
+  ASSERT_NE(inst, nullptr);
+  EXPECT_EQ(inst->spec().vector, 1) << inst->name();
+}
+
+TEST(Heuristics, RulesEndWithACatchAll) {
+  const auto& rules = fwd_rules();
+  ASSERT_FALSE(rules.empty());
+  EXPECT_EQ(rules.back().family, Family::looped);
+  EXPECT_EQ(rules.back().min_group_elements, 0);
+  EXPECT_TRUE(std::isinf(rules.back().max_groups_per_cu));
+  for (const FwdRule& r : rules) EXPECT_NE(std::string(r.why), "");
+}
+
+TEST(Heuristics, TunedChoiceOverridesRules) {
+  Handle h(kH100);
+  const FwdProblem p = make_problem({2, 320, {64, 64}, 32}, DataType::f16, DataType::f16, Layout::channels_first,
+                                    Activation::swish);
+  const auto& bucket = Registry::global().bucket(Key::of(p));
+  if (bucket.empty()) GTEST_SKIP() << "f16 channels-first swish not built";
+  const Instance* generic = nullptr;
+  for (const Instance* i : bucket)
+    if (i->spec().generic()) generic = i;
+  ASSERT_NE(generic, nullptr);
+  ASSERT_TRUE(h.set_tuned(p, generic->name()).ok());
+  EXPECT_EQ(h.choose(p, nullptr), generic);
+  EXPECT_EQ(h.set_tuned(p, "gn_no_such_instance").code, StatusCode::unknown_instance);
+}
+
+}  // namespace
+}  // namespace hipgn::test

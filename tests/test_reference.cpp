@@ -1,0 +1,116 @@
+// The CPU reference against hand-computed values and an independent float64 formula; the
+// storage conversions; the launch-constant division.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "corpus.hpp"
+#include "hipgn/params.hpp"
+#include "hipgn/reference.hpp"
+
+namespace hipgn::test {
+namespace {
+
+TEST(Reference, HandComputed) {
+  // one group of 1, 2, 3, 4: mean 2.5, biased variance 1.25
+  FwdProblem p = make_problem({1, 1, {4}, 1}, DataType::f32, DataType::f32, Layout::channels_first, Activation::none);
+  const double x[] = {1, 2, 3, 4}, gamma[] = {2}, beta[] = {0.5};
+  double y[4], mean, rstd;
+  reference_fwd(p, x, gamma, beta, y, &mean, &rstd);
+  EXPECT_DOUBLE_EQ(mean, 2.5);
+  EXPECT_NEAR(rstd, 1.0 / std::sqrt(1.25 + double(p.eps)), 1e-15);
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(y[i], 2 * (x[i] - 2.5) * rstd + 0.5, 1e-14);
+  // Swish with s = 1 (SiLU) of z = 0 is 0; of large z is z
+  p.act = Activation::swish;
+  reference_fwd(p, x, gamma, beta, y, &mean, &rstd);
+  const double z3 = 2 * (4 - 2.5) * rstd + 0.5;
+  EXPECT_NEAR(y[3], z3 / (1 + std::exp(-z3)), 1e-14);
+}
+
+// The formula written out directly, group by group, in another order than the reference.
+TEST(Reference, MatchesIndependentFormula) {
+  std::mt19937 rng(test_seed());
+  std::uniform_real_distribution<double> u(-3, 3);
+  for (const Shape& s : shape_corpus()) {
+    if (s.n * s.c > 4096) continue;
+    for (Layout layout : {Layout::channels_first, Layout::channels_last}) {
+      FwdProblem p = make_problem(s, DataType::f32, DataType::f32, layout, Activation::swish);
+      p.swish_beta = 1.5f;
+      std::vector<double> x(std::size_t(p.elements())), g(std::size_t(p.c)), b(std::size_t(p.c));
+      for (auto& v : x) v = u(rng);
+      for (auto& v : g) v = u(rng);
+      for (auto& v : b) v = u(rng);
+      std::vector<double> y(x.size()), mean(std::size_t(p.num_groups())), rstd(mean.size());
+      reference_fwd(p, x.data(), g.data(), b.data(), y.data(), mean.data(), rstd.data());
+      const std::int64_t hw = p.spatial_size(), cg = p.c / p.groups;
+      for (std::int64_t n = 0; n < p.n; ++n)
+        for (std::int64_t grp = 0; grp < p.groups; ++grp) {
+          std::vector<double> vals;
+          for (std::int64_t s2 = hw - 1; s2 >= 0; --s2)
+            for (std::int64_t c = grp * cg; c < (grp + 1) * cg; ++c) {
+              const std::int64_t i = layout == Layout::channels_first ? (n * p.c + c) * hw + s2 : (n * hw + s2) * p.c + c;
+              vals.push_back(x[std::size_t(i)]);
+            }
+          double m = 0, v = 0;
+          for (double a : vals) m += a / double(vals.size());
+          for (double a : vals) v += (a - m) * (a - m) / double(vals.size());
+          ASSERT_NEAR(mean[std::size_t(n * p.groups + grp)], m, 1e-12);
+          ASSERT_NEAR(rstd[std::size_t(n * p.groups + grp)], 1 / std::sqrt(v + double(p.eps)), 1e-9);
+          const std::int64_t c = grp * cg, s2 = hw / 2;
+          const std::int64_t i = layout == Layout::channels_first ? (n * p.c + c) * hw + s2 : (n * hw + s2) * p.c + c;
+          const double z = g[std::size_t(c)] * (x[std::size_t(i)] - m) / std::sqrt(v + double(p.eps)) + b[std::size_t(c)];
+          ASSERT_NEAR(y[std::size_t(i)], z / (1 + std::exp(-1.5 * z)), 1e-10);
+        }
+    }
+  }
+}
+
+TEST(Conversions, HalfKnownValues) {
+  const std::pair<double, std::uint16_t> known[] = {
+      {1.0, 0x3c00}, {-2.0, 0xc000}, {65504.0, 0x7bff}, {65520.0, 0x7c00}, {std::ldexp(1.0, -24), 0x0001},
+      {std::ldexp(1.0, -14), 0x0400}, {0.0, 0x0000}, {1.0 + std::ldexp(1.0, -11), 0x3c00} /* tie to even */,
+      {1.0 + 3 * std::ldexp(1.0, -11), 0x3c02} /* tie to even, upward */, {0.1, 0x2e66}};
+  for (auto [v, bits] : known) {
+    const auto b = encode(DataType::f16, {v});
+    EXPECT_EQ(b[0] | (b[1] << 8), bits) << v;
+  }
+  // every finite binary16 value decodes and re-encodes to itself
+  for (std::uint32_t h = 0; h < 0x10000; ++h) {
+    if ((h & 0x7c00) == 0x7c00) continue;
+    const std::uint8_t in[2] = {std::uint8_t(h), std::uint8_t(h >> 8)};
+    const auto back = encode(DataType::f16, decode(DataType::f16, in, 1));
+    ASSERT_EQ(back[0] | (back[1] << 8), int(h));
+  }
+}
+
+TEST(Conversions, Bfloat16RoundsToNearestEven) {
+  const std::pair<double, std::uint16_t> known[] = {
+      {1.0, 0x3f80}, {1.0 + std::ldexp(1.0, -8), 0x3f80}, {1.0 + 3 * std::ldexp(1.0, -8), 0x3f82},
+      {-3.0, 0xc040}, {1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -12), 0x3f81}};
+  for (auto [v, bits] : known) {
+    const auto b = encode(DataType::bf16, {v});
+    EXPECT_EQ(b[0] | (b[1] << 8), bits) << v;
+  }
+  const std::uint8_t nan[2] = {0xFF, 0xFF};
+  EXPECT_TRUE(std::isnan(decode(DataType::bf16, nan, 1)[0]));
+  EXPECT_TRUE(std::isnan(decode(DataType::f16, nan, 1)[0]));
+}
+
+TEST(FastDivmod, AgreesWithDivision) {
+  std::mt19937_64 rng(test_seed());
+  const std::uint64_t divisors[] = {1, 2, 3, 5, 7, 10, 143, 1000, 4095, 4096, 65537, (1u << 30) + 3, 2147483647ull};
+  for (std::uint64_t d : divisors) {
+    const FastDivmod f = FastDivmod::make(d);
+    for (int i = 0; i < 20000; ++i) {
+      const std::uint64_t n = i < 1000 ? std::uint64_t(i) : (rng() >> (i % 2 ? 33 : 20));
+      ASSERT_EQ(f.div(n), n / d) << n << " / " << d;
+    }
+    ASSERT_EQ(f.div(2147483647ull), 2147483647ull / d);
+  }
+  // dividends past 2^31 (groups of more than 2^31 vectors) take the 64-bit path
+  EXPECT_EQ(FastDivmod::make(7).div(10000000000ull), 10000000000ull / 7);
+}
+
+}  // namespace
+}  // namespace hipgn::test
