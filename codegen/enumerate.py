@@ -54,13 +54,53 @@ PRESETS["full"] = sorted(set(PRESETS["default"]) | {
     and not (family == "looped" and per_thread > 8)
 }, key=str)
 
+# Backward (ops dx, dgb, bwd). The looped family walks a group one vector per thread at a
+# time, so per_thread is 1 there. Onchip holds x and dy in registers and stages per-channel
+# sums in shared memory: block * per_thread slots (channels-first) or * vector (channels-last),
+# at most 4096 (32 KB for two arrays).
+BWD_PRESETS = {
+    "minimal": [
+        ("looped", 256, 1, 1),  # the generic instance
+        ("onchip", 256, "max", 2),
+        ("looped", 256, "max", 1),
+        ("split", 256, "max", 4),
+    ],
+    "default": [
+        ("looped", 256, 1, 1),
+        ("onchip", 128, "max", 1),
+        ("onchip", 256, "max", 1),
+        ("onchip", 256, "max", 2),
+        ("onchip", 256, 2, 8),
+        ("looped", 256, "max", 1),
+        ("looped", 256, 2, 1),
+        ("split", 256, "max", 4),
+        ("split", 256, 2, 8),
+    ],
+}
+BWD_PRESETS["full"] = sorted(set(BWD_PRESETS["default"]) | {
+    (family, block, vector, per_thread)
+    for family, block, vector, per_thread in itertools.product(
+        ("onchip", "looped", "split"), (64, 128, 256, 512, 1024), ("max", 2, 1), (1, 2, 4, 8, 16))
+    if block * per_thread * (8 if vector == "max" else vector) <= 1024 * 16
+    and not (family == "looped" and per_thread > 1)
+}, key=str)
+BWD_OPS = ("dx", "dgb", "bwd")
+
+
+def _fits(op: str, layout: str, family: str, block: int, vector: int, per_thread: int) -> bool:
+    if op == "fwd" or family != "onchip":
+        return True
+    return block * per_thread * (vector if layout == "cl" else 1) <= 4096
+
 
 def enumerate_specs(preset: str) -> list[InstanceSpec]:
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}")
     specs = set()
-    for (x, gamma), layout, act, (family, block, vector, per_thread) in itertools.product(
-            DTYPE_PAIRS, LAYOUTS, ACTIVATIONS, PRESETS[preset]):
+    configs = [("fwd", c) for c in PRESETS[preset]] + [(op, c) for op in BWD_OPS for c in BWD_PRESETS[preset]]
+    for (x, gamma), layout, act, (op, (family, block, vector, per_thread)) in itertools.product(
+            DTYPE_PAIRS, LAYOUTS, ACTIVATIONS, configs):
         v = _vmax(x) if vector == "max" else vector
-        specs.add(InstanceSpec("fwd", x, gamma, layout, act, family, block, v, per_thread))
+        if _fits(op, layout, family, block, v, per_thread):
+            specs.add(InstanceSpec(op, x, gamma, layout, act, family, block, v, per_thread))
     return sorted(specs)

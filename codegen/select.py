@@ -9,7 +9,7 @@ from .spec import InstanceSpec
 
 @dataclasses.dataclass(frozen=True)
 class Selection:
-    ops: tuple[str, ...] = ("fwd",)
+    ops: tuple[str, ...] = ("fwd", "dx", "dgb", "bwd")
     dtypes: tuple[str, ...] = ("f32", "f16", "bf16")  # x dtypes; gamma f32 or the same follows
     layouts: tuple[str, ...] = ("cf", "cl")
     activations: tuple[str, ...] = ("none", "swish")

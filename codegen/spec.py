@@ -13,7 +13,12 @@ import dataclasses
 import re
 
 # One table per enum: short name -> C++ spelling. Nothing else spells them.
-OPS = {"fwd": "hipgn::Op::fwd"}
+OPS = {
+    "fwd": "hipgn::Op::fwd",  # y, and the saved mean/rstd
+    "dx": "hipgn::Op::dx",  # backward data
+    "dgb": "hipgn::Op::dgb",  # backward gamma/beta
+    "bwd": "hipgn::Op::bwd",  # fused backward: dx, dgamma, dbeta in one call
+}
 DTYPES = {"f32": "float", "f16": "hipgn::f16_t", "bf16": "hipgn::bf16_t"}
 DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
 LAYOUTS = {"cf": "hipgn::Layout::channels_first", "cl": "hipgn::Layout::channels_last"}

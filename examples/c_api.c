@@ -7,7 +7,7 @@ int main(void) {
   hipgn_handle_t handle;
   hipgn_status_t s = hipgn_create(&handle);
   if (s != HIPGN_STATUS_SUCCESS) printf("%s (listing still works)\n", hipgn_last_error());
-  hipgn_fwd_problem_t p = {0};
+  hipgn_problem_t p = {0};
   p.n = 1;
   p.c = 512;
   p.groups = 32;

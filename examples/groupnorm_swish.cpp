@@ -6,7 +6,7 @@
 #include "hipgn/hipgn.hpp"
 
 int main() {
-  hipgn::FwdProblem p;
+  hipgn::Problem p;
   p.n = 2;
   p.c = 320;
   p.spatial = {64, 64};
@@ -30,10 +30,10 @@ int main() {
   void *x, *y;
   if (hipMalloc(&x, bytes) != hipSuccess || hipMalloc(&y, bytes) != hipSuccess) return 1;
   (void)hipMemcpy(x, host.data(), bytes, hipMemcpyHostToDevice);
-  hipgn::FwdTensors t;  // affine off, statistics not saved
+  hipgn::Tensors t;  // affine off, statistics not saved
   t.x = x;
   t.y = y;
-  const hipgn::Status s = handle->forward(p, t);
+  const hipgn::Status s = handle->run(p, t);
   (void)hipMemcpy(host.data(), y, bytes, hipMemcpyDeviceToHost);
   std::printf("forward: %s; y[0..3] = %.4f %.4f %.4f %.4f\n", s.ok() ? "ok" : s.message.c_str(),
               hipgn::to_float(host[0]), hipgn::to_float(host[1]), hipgn::to_float(host[2]), hipgn::to_float(host[3]));

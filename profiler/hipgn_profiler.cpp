@@ -78,7 +78,7 @@ std::vector<std::int64_t> parse_dims(const std::string& s) {
 
 int main(int argc, char** argv) {
   CLI::App app{"hipgn_profiler: run, verify and time every instance that supports a GroupNorm problem"};
-  FwdProblem p;
+  Problem p;
   p.n = 2;
   p.c = 320;
   p.groups = 32;
@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<Handle> handle;
   const Status created = Handle::create(&handle);
   const bool gpu = created.ok();
-  const Status valid = validate(p, FwdTensors{&p, &p});
+  const Status valid = validate(p, Tensors{&p, &p});
   if (!valid.ok()) {
     std::fprintf(stderr, "hipgn_profiler: %s\n", valid.message.c_str());
     return 2;
@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
   CHECK(hipMemcpy(dx, xb.data(), bytes, hipMemcpyHostToDevice));
   CHECK(hipMemcpy(dg, gb.data(), gb.size(), hipMemcpyHostToDevice));
   CHECK(hipMemcpy(db, bb.data(), bb.size(), hipMemcpyHostToDevice));
-  const FwdTensors t{dx, dy, dg, db, dm, dr};
+  const Tensors t{dx, dy, dg, db, dm, dr};
 
   // the same-size copy, measured in this run: reads x once and writes once, like the floor
   const double copy_us = median_us([&] { CHECK(hipMemcpyAsync(dcopy, dx, bytes, hipMemcpyDeviceToDevice, nullptr)); },

@@ -38,8 +38,8 @@ inline const std::vector<Shape>& shape_corpus() {
   return shapes;
 }
 
-inline FwdProblem make_problem(const Shape& s, DataType x, DataType gamma, Layout layout, Activation act) {
-  FwdProblem p;
+inline Problem make_problem(const Shape& s, DataType x, DataType gamma, Layout layout, Activation act) {
+  Problem p;
   p.n = s.n;
   p.c = s.c;
   p.spatial = s.spatial;

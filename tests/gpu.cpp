@@ -70,7 +70,7 @@ Tolerance tolerance(DataType t) {
 }
 }  // namespace
 
-bool run_and_check(const FwdProblem& p, const RunOptions& o, const Launch& launch, const std::string& what) {
+bool run_and_check(const Problem& p, const RunOptions& o, const Launch& launch, const std::string& what) {
   const std::size_t count = std::size_t(p.elements()), groups = std::size_t(p.num_groups());
   const std::size_t es = size_of(p.x_dtype), gs = size_of(p.gamma_dtype);
   std::mt19937_64 rng(test_seed() ^ std::hash<std::string>{}(what));
@@ -94,7 +94,7 @@ bool run_and_check(const FwdProblem& p, const RunOptions& o, const Launch& launc
   dy.poison();
   dm.poison();
   dr.poison();
-  FwdTensors t;
+  Tensors t;
   t.x = static_cast<char*>(dx.get()) + shift;
   t.y = static_cast<char*>(dy.get()) + shift;
   t.gamma = o.gamma ? dg.get() : nullptr;
@@ -144,6 +144,129 @@ bool run_and_check(const FwdProblem& p, const RunOptions& o, const Launch& launc
       }
   }
   return bad == 0 && !::testing::Test::HasFailure();
+}
+
+std::vector<std::string> instance_names(bool backward) {
+  std::vector<std::string> names;
+  for (const Instance& inst : Registry::global().all())
+    if ((inst.spec().op != Op::fwd) == backward) names.push_back(inst.name());
+  return names;
+}
+
+namespace {
+// dgamma/dbeta sum N * spatial terms in fp32 and round to gamma's dtype
+Tolerance gamma_tolerance(DataType t) {
+  switch (t) {
+    case DataType::f32: return {1e-4, 1e-4};
+    case DataType::f16: return {2e-3, 1e-3};
+    case DataType::bf16: return {1e-2, 8e-3};
+  }
+  return {0, 0};
+}
+
+bool all_poison(const DeviceBuffer& b) {
+  for (auto byte : b.download())
+    if (byte != 0xFF) return false;
+  return true;
+}
+}  // namespace
+
+bool run_and_check_bwd(const Problem& p, const RunOptions& o, const Launch& launch, const std::string& what,
+                       const Launch* forward) {
+  const std::size_t count = std::size_t(p.elements()), groups = std::size_t(p.num_groups()), c = std::size_t(p.c);
+  const std::size_t es = size_of(p.x_dtype), gs = size_of(p.gamma_dtype);
+  std::mt19937_64 rng(test_seed() ^ std::hash<std::string>{}(what));
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<double> x(count), dy(count), gamma(c), beta(c);
+  for (auto& v : x) v = o.x_offset + o.x_scale * u(rng);
+  for (auto& v : dy) v = u(rng);
+  for (auto& v : gamma) v = 1.0 + 0.5 * u(rng);
+  for (auto& v : beta) v = 0.5 * u(rng);
+  const auto xb = encode(p.x_dtype, x), dyb = encode(p.x_dtype, dy), gb = encode(p.gamma_dtype, gamma),
+             bb = encode(p.gamma_dtype, beta);
+  x = decode(p.x_dtype, xb.data(), count);
+  dy = decode(p.x_dtype, dyb.data(), count);
+  gamma = decode(p.gamma_dtype, gb.data(), c);
+  beta = decode(p.gamma_dtype, bb.data(), c);
+
+  const std::size_t shift = o.misalign_elements * es;
+  DeviceBuffer dx_in(count * es + shift), ddy(count * es + shift), ddx(count * es + shift), dg(c * gs), db(c * gs),
+      ddg(c * gs), ddb(c * gs), dm(groups * 4), dr(groups * 4), dyf(count * es);
+  dx_in.upload(xb.data(), xb.size(), shift);
+  ddy.upload(dyb.data(), dyb.size(), shift);
+  dg.upload(gb.data(), gb.size());
+  db.upload(bb.data(), bb.size());
+  Tensors t;
+  t.x = static_cast<char*>(dx_in.get()) + shift;
+  t.dy = static_cast<char*>(ddy.get()) + shift;
+  t.dx = static_cast<char*>(ddx.get()) + shift;
+  t.gamma = o.gamma ? dg.get() : nullptr;
+  t.beta = o.beta ? db.get() : nullptr;
+  t.mean = static_cast<float*>(dm.get());
+  t.rstd = static_cast<float*>(dr.get());
+  t.dgamma = ddg.get();
+  t.dbeta = ddb.get();
+  if (p.op == Op::dx) t.dgamma = t.dbeta = nullptr;
+  if (p.op == Op::dgb) t.dx = nullptr;
+  if (p.op == Op::bwd && !o.gamma) t.dgamma = t.dbeta = nullptr;  // affine off: dx only
+
+  if (forward) {  // our forward's saved statistics feed the backward
+    Problem fp = p;
+    fp.op = Op::fwd;
+    Tensors ft;
+    ft.x = t.x;
+    ft.y = dyf.get();
+    ft.gamma = t.gamma;
+    ft.beta = t.beta;
+    ft.mean = t.mean;
+    ft.rstd = t.rstd;
+    const Status s = (*forward)(fp, ft);
+    EXPECT_TRUE(s.ok()) << what << ": forward: " << s.message;
+    if (!s.ok()) return false;
+  } else {
+    std::vector<double> y(count), m(groups), r(groups);
+    reference_fwd(p, x.data(), nullptr, nullptr, y.data(), m.data(), r.data());
+    const auto mb = encode(DataType::f32, m), rb = encode(DataType::f32, r);
+    dm.upload(mb.data(), mb.size());
+    dr.upload(rb.data(), rb.size());
+  }
+  ddx.poison();
+  ddg.poison();
+  ddb.poison();
+
+  const Status s = launch(p, t);
+  EXPECT_TRUE(s.ok()) << what << ": " << s.message;
+  if (!s.ok()) return false;
+  EXPECT_EQ(hipDeviceSynchronize(), hipSuccess) << what;
+
+  std::vector<double> rdx(count), rdg(c), rdb(c), adg(c), adb(c);
+  reference_bwd(p, x.data(), dy.data(), o.gamma ? gamma.data() : nullptr, o.beta ? beta.data() : nullptr, rdx.data(),
+                rdg.data(), rdb.data(), adg.data(), adb.data());
+  if (t.dx) {
+    const auto b = ddx.download();
+    const auto got = decode(p.x_dtype, b.data() + shift, count);
+    const Tolerance tol = tolerance(p.x_dtype);
+    std::size_t bad = 0, first = 0;
+    for (std::size_t i = 0; i < count; ++i)
+      if (!(std::fabs(got[i] - rdx[i]) <= tol.atol + tol.rtol * std::fabs(rdx[i])) && !bad++) first = i;
+    EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << count << " dx wrong; first at " << first << ": got "
+                       << got[first] << ", want " << rdx[first];
+  } else {
+    EXPECT_TRUE(all_poison(ddx)) << what << ": dx written though the op does not write it";
+  }
+  if (t.dgamma) {
+    const auto g = decode(p.gamma_dtype, ddg.download().data(), c), b = decode(p.gamma_dtype, ddb.download().data(), c);
+    const Tolerance tol = gamma_tolerance(p.gamma_dtype);
+    for (std::size_t i = 0; i < c; ++i) {
+      // fp32 accumulation over N * spatial terms: relative to the terms' magnitudes
+      EXPECT_NEAR(g[i], rdg[i], tol.atol + tol.rtol * std::fabs(rdg[i]) + 2e-6 * adg[i]) << what << ": dgamma " << i;
+      EXPECT_NEAR(b[i], rdb[i], tol.atol + tol.rtol * std::fabs(rdb[i]) + 2e-6 * adb[i]) << what << ": dbeta " << i;
+      if (::testing::Test::HasFailure()) break;
+    }
+  } else {
+    EXPECT_TRUE(all_poison(ddg) && all_poison(ddb)) << what << ": dgamma/dbeta written though not requested";
+  }
+  return !::testing::Test::HasFailure();
 }
 
 }  // namespace hipgn::test

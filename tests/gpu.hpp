@@ -50,7 +50,16 @@ struct RunOptions {
 // Uploads fresh random inputs for p, poisons the outputs, calls `launch` with the device
 // tensors, and checks every output element (and mean/rstd) against the float64 reference.
 // Returns false (with gtest failures recorded) on a mismatch.
-using Launch = std::function<Status(const FwdProblem&, const FwdTensors&)>;
-bool run_and_check(const FwdProblem& p, const RunOptions& o, const Launch& launch, const std::string& what);
+using Launch = std::function<Status(const Problem&, const Tensors&)>;
+bool run_and_check(const Problem& p, const RunOptions& o, const Launch& launch, const std::string& what);
+
+// The same for a backward op: fresh x, dy, gamma, beta; mean and rstd from the float64
+// forward, or, with `forward`, from our own forward (launched on the same inputs); poisoned
+// dx, dgamma, dbeta; checks what the op writes, and that what it does not write stays poisoned.
+bool run_and_check_bwd(const Problem& p, const RunOptions& o, const Launch& launch, const std::string& what,
+                       const Launch* forward = nullptr);
+
+// Names of the registered instances of one op kind (forward, or any backward op).
+std::vector<std::string> instance_names(bool backward);
 
 }  // namespace hipgn::test

@@ -10,8 +10,8 @@
 namespace hipgn::test {
 namespace {
 
-hipgn_fwd_problem_t sd15(hipgn_layout_t layout) {
-  hipgn_fwd_problem_t p{};
+hipgn_problem_t sd15(hipgn_layout_t layout) {
+  hipgn_problem_t p{};
   p.n = 2;
   p.c = 320;
   p.groups = 32;
@@ -38,7 +38,7 @@ TEST(CApi, ChoosesAndReportsErrors) {
   const hipgn_status_t created = hipgn_create(&h);
   ASSERT_TRUE(created == HIPGN_STATUS_SUCCESS || created == HIPGN_STATUS_NO_DEVICE);
   ASSERT_NE(h, nullptr);
-  hipgn_fwd_problem_t p = sd15(HIPGN_CHANNELS_LAST);
+  hipgn_problem_t p = sd15(HIPGN_CHANNELS_LAST);
   const char* name = nullptr;
   if (!Registry::global().bucket({Op::fwd, DataType::f16, DataType::f16, Layout::channels_last, Activation::swish}).empty()) {
     ASSERT_EQ(hipgn_choose_instance(h, &p, &name), HIPGN_STATUS_SUCCESS) << hipgn_last_error();
@@ -65,11 +65,11 @@ TEST(CApi, RunsOnTheGpu) {
   hipgn_handle_t h = nullptr;
   ASSERT_EQ(hipgn_create(&h), HIPGN_STATUS_SUCCESS);
   for (hipgn_layout_t layout : {HIPGN_CHANNELS_FIRST, HIPGN_CHANNELS_LAST}) {
-    const hipgn_fwd_problem_t cp = sd15(layout);
-    const FwdProblem p = make_problem({2, 320, {64, 64}, 32}, DataType::f16, DataType::f16, Layout(layout),
+    const hipgn_problem_t cp = sd15(layout);
+    const Problem p = make_problem({2, 320, {64, 64}, 32}, DataType::f16, DataType::f16, Layout(layout),
                                       Activation::swish);
     if (Registry::global().bucket(Key::of(p)).empty()) continue;
-    run_and_check(p, RunOptions{}, [&](const FwdProblem&, const FwdTensors& t) {
+    run_and_check(p, RunOptions{}, [&](const Problem&, const Tensors& t) {
       const hipgn_status_t s = hipgn_groupnorm_fwd(h, &cp, t.x, t.y, t.gamma, t.beta, t.mean, t.rstd, nullptr, nullptr);
       return s == HIPGN_STATUS_SUCCESS ? Status::success() : Status::error(StatusCode(s), hipgn_last_error());
     }, "C API");

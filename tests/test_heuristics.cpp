@@ -23,7 +23,7 @@ TEST(Heuristics, RandomCorpusAlwaysGetsASupportingInstance) {
   ASSERT_FALSE(keys.empty());
   for (int i = 0; i < 20000; ++i) {
     const Key key = keys[rng() % keys.size()];
-    FwdProblem p;
+    Problem p;
     p.x_dtype = key.x_dtype;
     p.gamma_dtype = key.gamma_dtype;
     p.layout = key.layout;
@@ -35,8 +35,12 @@ TEST(Heuristics, RandomCorpusAlwaysGetsASupportingInstance) {
     for (int r = 0; r < rank; ++r) p.spatial.push_back(pick(1, 2, 3, 7, 8, 13, 16, 31, 64, 97, 128));
     // random alignment: one element off, or 16-byte aligned
     const std::uintptr_t base = 4096 + (rng() % 2 ? size_of(p.x_dtype) : 0);
-    const FwdTensors t{reinterpret_cast<const void*>(base), reinterpret_cast<void*>(base + 1024 * 1024)};
-    ASSERT_TRUE(validate(p, t).ok());
+    p.op = key.op;
+    Tensors t;
+    t.x = t.dy = t.gamma = reinterpret_cast<const void*>(base);
+    t.y = t.dx = t.dgamma = t.dbeta = reinterpret_cast<void*>(base + 1024 * 1024);
+    t.mean = t.rstd = reinterpret_cast<float*>(4096);
+    ASSERT_TRUE(validate(p, t).ok()) << validate(p, t).message;
     const Instance* inst = heuristic_choice(Registry::global(), kH100, p, &t);
     ASSERT_NE(inst, nullptr) << p.to_string();
     std::string why;
@@ -45,7 +49,7 @@ TEST(Heuristics, RandomCorpusAlwaysGetsASupportingInstance) {
 }
 
 const Instance* choose(const Shape& s, Layout layout, DataType dt = DataType::f16) {
-  const FwdProblem p = make_problem(s, dt, dt, layout, Activation::swish);
+  const Problem p = make_problem(s, dt, dt, layout, Activation::swish);
   return heuristic_choice(Registry::global(), kH100, p);
 }
 
@@ -88,26 +92,26 @@ TEST(Heuristics, ManyHugeGroupsLoop) {
 }
 
 TEST(Heuristics, MisalignedTensorsGetVectorOne) {
-  const FwdProblem p = make_problem({2, 320, {64, 64}, 32}, DataType::f16, DataType::f16, Layout::channels_last,
+  const Problem p = make_problem({2, 320, {64, 64}, 32}, DataType::f16, DataType::f16, Layout::channels_last,
                                     Activation::swish);
-  const FwdTensors t{reinterpret_cast<const void*>(4098), reinterpret_cast<void*>(1 << 20)};
+  const Tensors t{reinterpret_cast<const void*>(4098), reinterpret_cast<void*>(1 << 20)};
   const Instance* inst = heuristic_choice(Registry::global(), kH100, p, &t);
   ASSERT_NE(inst, nullptr);
   EXPECT_EQ(inst->spec().vector, 1) << inst->name();
 }
 
 TEST(Heuristics, RulesEndWithACatchAll) {
-  const auto& rules = fwd_rules();
-  ASSERT_FALSE(rules.empty());
-  EXPECT_EQ(rules.back().family, Family::looped);
-  EXPECT_EQ(rules.back().min_group_elements, 0);
-  EXPECT_TRUE(std::isinf(rules.back().max_groups_per_cu));
-  for (const FwdRule& r : rules) EXPECT_NE(std::string(r.why), "");
+  const auto& table = rules();
+  ASSERT_FALSE(table.empty());
+  EXPECT_EQ(table.back().family, Family::looped);
+  EXPECT_EQ(table.back().min_group_elements, 0);
+  EXPECT_TRUE(std::isinf(table.back().max_groups_per_cu));
+  for (const Rule& r : table) EXPECT_NE(std::string(r.why), "");
 }
 
 TEST(Heuristics, TunedChoiceOverridesRules) {
   Handle h(kH100);
-  const FwdProblem p = make_problem({2, 320, {64, 64}, 32}, DataType::f16, DataType::f16, Layout::channels_first,
+  const Problem p = make_problem({2, 320, {64, 64}, 32}, DataType::f16, DataType::f16, Layout::channels_first,
                                     Activation::swish);
   const auto& bucket = Registry::global().bucket(Key::of(p));
   if (bucket.empty()) GTEST_SKIP() << "f16 channels-first swish not built";

@@ -14,7 +14,7 @@ namespace {
 
 TEST(Reference, HandComputed) {
   // one group of 1, 2, 3, 4: mean 2.5, biased variance 1.25
-  FwdProblem p = make_problem({1, 1, {4}, 1}, DataType::f32, DataType::f32, Layout::channels_first, Activation::none);
+  Problem p = make_problem({1, 1, {4}, 1}, DataType::f32, DataType::f32, Layout::channels_first, Activation::none);
   const double x[] = {1, 2, 3, 4}, gamma[] = {2}, beta[] = {0.5};
   double y[4], mean, rstd;
   reference_fwd(p, x, gamma, beta, y, &mean, &rstd);
@@ -35,7 +35,7 @@ TEST(Reference, MatchesIndependentFormula) {
   for (const Shape& s : shape_corpus()) {
     if (s.n * s.c > 4096) continue;
     for (Layout layout : {Layout::channels_first, Layout::channels_last}) {
-      FwdProblem p = make_problem(s, DataType::f32, DataType::f32, layout, Activation::swish);
+      Problem p = make_problem(s, DataType::f32, DataType::f32, layout, Activation::swish);
       p.swish_beta = 1.5f;
       std::vector<double> x(std::size_t(p.elements())), g(std::size_t(p.c)), b(std::size_t(p.c));
       for (auto& v : x) v = u(rng);

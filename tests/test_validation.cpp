@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <functional>
+#include <tuple>
 
 #include "corpus.hpp"
 #include "gpu.hpp"
@@ -10,33 +11,33 @@
 namespace hipgn::test {
 namespace {
 
-FwdProblem good() {
+Problem good() {
   return make_problem({2, 64, {8, 8}, 32}, DataType::f16, DataType::f16, Layout::channels_first, Activation::swish);
 }
-const FwdTensors kTensors{reinterpret_cast<const void*>(4096), reinterpret_cast<void*>(8192)};
+const Tensors kTensors{reinterpret_cast<const void*>(4096), reinterpret_cast<void*>(8192)};
 
 struct BadCase {
   const char* name;
-  std::function<void(FwdProblem&, FwdTensors&)> spoil;
+  std::function<void(Problem&, Tensors&)> spoil;
   const char* message;  // a phrase the error must contain
 };
 
 const std::vector<BadCase>& bad_cases() {
   static const std::vector<BadCase> cases = {
-      {"CNotDivisibleByG", [](FwdProblem& p, FwdTensors&) { p.groups = 30; }, "C = 64 is not divisible by G = 30"},
-      {"ZeroGroups", [](FwdProblem& p, FwdTensors&) { p.groups = 0; }, "G = 0"},
-      {"NegativeGroups", [](FwdProblem& p, FwdTensors&) { p.groups = -2; }, "G = -2"},
-      {"ZeroBatch", [](FwdProblem& p, FwdTensors&) { p.n = 0; }, "N = 0"},
-      {"ZeroChannels", [](FwdProblem& p, FwdTensors&) { p.c = 0; }, "C = 0"},
-      {"EmptySpatial", [](FwdProblem& p, FwdTensors&) { p.spatial = {8, 0}; }, "spatial dimension 1 = 0: empty"},
-      {"ZeroEps", [](FwdProblem& p, FwdTensors&) { p.eps = 0; }, "eps"},
-      {"NegativeEps", [](FwdProblem& p, FwdTensors&) { p.eps = -1e-5f; }, "eps"},
-      {"NanEps", [](FwdProblem& p, FwdTensors&) { p.eps = std::nanf(""); }, "eps"},
-      {"InfEps", [](FwdProblem& p, FwdTensors&) { p.eps = INFINITY; }, "eps"},
-      {"NullX", [](FwdProblem&, FwdTensors& t) { t.x = nullptr; }, "x is null"},
-      {"NullY", [](FwdProblem&, FwdTensors& t) { t.y = nullptr; }, "y is null"},
-      {"GammaDtype", [](FwdProblem& p, FwdTensors&) { p.gamma_dtype = DataType::bf16; }, "gamma/beta dtype bf16"},
-      {"Overflow", [](FwdProblem& p, FwdTensors&) { p.spatial = {1ll << 40, 1ll << 30}; }, "2^63"},
+      {"CNotDivisibleByG", [](Problem& p, Tensors&) { p.groups = 30; }, "C = 64 is not divisible by G = 30"},
+      {"ZeroGroups", [](Problem& p, Tensors&) { p.groups = 0; }, "G = 0"},
+      {"NegativeGroups", [](Problem& p, Tensors&) { p.groups = -2; }, "G = -2"},
+      {"ZeroBatch", [](Problem& p, Tensors&) { p.n = 0; }, "N = 0"},
+      {"ZeroChannels", [](Problem& p, Tensors&) { p.c = 0; }, "C = 0"},
+      {"EmptySpatial", [](Problem& p, Tensors&) { p.spatial = {8, 0}; }, "spatial dimension 1 = 0: empty"},
+      {"ZeroEps", [](Problem& p, Tensors&) { p.eps = 0; }, "eps"},
+      {"NegativeEps", [](Problem& p, Tensors&) { p.eps = -1e-5f; }, "eps"},
+      {"NanEps", [](Problem& p, Tensors&) { p.eps = std::nanf(""); }, "eps"},
+      {"InfEps", [](Problem& p, Tensors&) { p.eps = INFINITY; }, "eps"},
+      {"NullX", [](Problem&, Tensors& t) { t.x = nullptr; }, "x is null"},
+      {"NullY", [](Problem&, Tensors& t) { t.y = nullptr; }, "y is null"},
+      {"GammaDtype", [](Problem& p, Tensors&) { p.gamma_dtype = DataType::bf16; }, "gamma/beta dtype bf16"},
+      {"Overflow", [](Problem& p, Tensors&) { p.spatial = {1ll << 40, 1ll << 30}; }, "2^63"},
   };
   return cases;
 }
@@ -44,12 +45,45 @@ const std::vector<BadCase>& bad_cases() {
 TEST(Validation, EachBadInputIsNamed) {
   Handle h(DeviceInfo{});
   for (const BadCase& c : bad_cases()) {
-    FwdProblem p = good();
-    FwdTensors t = kTensors;
+    Problem p = good();
+    Tensors t = kTensors;
     c.spoil(p, t);
-    const Status s = h.forward(p, t);
+    const Status s = h.run(p, t);
     EXPECT_EQ(s.code, StatusCode::invalid_argument) << c.name;
     EXPECT_NE(s.message.find(c.message), std::string::npos) << c.name << ": " << s.message;
+  }
+}
+
+// Backward: the forward's statistics, dy, dx and (with Swish, or for dgb) gamma are required.
+TEST(Validation, BackwardInputsAreNamed) {
+  Handle h(DeviceInfo{});
+  auto bwd = [](Op op) {
+    Problem p = good();
+    p.op = op;
+    Tensors t;
+    t.x = t.dy = t.gamma = reinterpret_cast<const void*>(4096);
+    t.dx = t.dgamma = t.dbeta = reinterpret_cast<void*>(8192);
+    t.mean = t.rstd = reinterpret_cast<float*>(4096);
+    return std::make_pair(p, t);
+  };
+  const std::vector<std::tuple<Op, std::function<void(Problem&, Tensors&)>, const char*>> cases = {
+      {Op::dx, [](Problem&, Tensors& t) { t.mean = nullptr; }, "saved mean and rstd are required"},
+      {Op::bwd, [](Problem&, Tensors& t) { t.rstd = nullptr; }, "saved mean and rstd are required"},
+      {Op::dx, [](Problem&, Tensors& t) { t.dy = nullptr; }, "dy is null"},
+      {Op::dx, [](Problem&, Tensors& t) { t.dx = nullptr; }, "dx is null"},
+      {Op::bwd, [](Problem&, Tensors& t) { t.gamma = nullptr; }, "gamma is null but Swish was fused"},
+      {Op::dgb, [](Problem& p, Tensors& t) { p.act = Activation::none; t.gamma = nullptr; }, "affine off"},
+      {Op::dgb, [](Problem&, Tensors& t) { t.dbeta = nullptr; }, "dgamma or dbeta is null"},
+      {Op::bwd, [](Problem& p, Tensors& t) { p.act = Activation::none; t.gamma = nullptr; }, "gamma is null"},
+      {Op::dx, [](Problem& p, Tensors&) { p.groups = 3; }, "not divisible"},
+  };
+  for (const auto& [op, spoil, message] : cases) {
+    auto [p, t] = bwd(op);
+    EXPECT_TRUE(validate(p, t).ok()) << validate(p, t).message;
+    spoil(p, t);
+    const Status s = h.run(p, t);
+    EXPECT_EQ(s.code, StatusCode::invalid_argument) << message;
+    EXPECT_NE(s.message.find(message), std::string::npos) << s.message;
   }
 }
 
@@ -58,10 +92,10 @@ TEST(Validation, GoodProblemIsValid) { EXPECT_TRUE(validate(good(), kTensors).ok
 TEST(Validation, NotBuiltNamesTheOption) {
   Registry empty;
   Handle h(DeviceInfo{}, &empty);
-  const Status s = h.forward(good(), kTensors);
+  const Status s = h.run(good(), kTensors);
   EXPECT_EQ(s.code, StatusCode::not_built);
   EXPECT_NE(s.message.find("fwd_f16_f16_cf_swish"), std::string::npos) << s.message;
-  const std::string m = not_built_message(good(), BuildConfig{"f32;bf16", "cf;cl", "none"});
+  const std::string m = not_built_message(good(), BuildConfig{"fwd", "f32;bf16", "cf;cl", "none"});
   EXPECT_NE(m.find("-DHIPGN_DTYPES=\"f32;bf16;f16\""), std::string::npos) << m;
   EXPECT_NE(m.find("-DHIPGN_ACTIVATIONS=\"none;swish\""), std::string::npos) << m;
   EXPECT_EQ(m.find("HIPGN_LAYOUTS"), std::string::npos) << m;
@@ -69,11 +103,11 @@ TEST(Validation, NotBuiltNamesTheOption) {
 
 TEST(Validation, NamedInstanceErrors) {
   Handle h(DeviceInfo{});
-  EXPECT_EQ(h.forward(good(), kTensors, nullptr, "gn_fwd_nonsense").code, StatusCode::unknown_instance);
+  EXPECT_EQ(h.run(good(), kTensors, nullptr, "gn_fwd_nonsense").code, StatusCode::unknown_instance);
   // an instance of another key does not support the problem
   for (const Instance& inst : Registry::global().all()) {
     if (inst.spec().key() == Key::of(good())) continue;
-    const Status s = h.forward(good(), kTensors, nullptr, inst.name());
+    const Status s = h.run(good(), kTensors, nullptr, inst.name());
     EXPECT_EQ(s.code, StatusCode::not_supported) << inst.name();
     EXPECT_NE(s.message.find("functional key"), std::string::npos) << s.message;
     break;
@@ -83,7 +117,7 @@ TEST(Validation, NamedInstanceErrors) {
 TEST(Validation, NoDeviceHandleDoesNotLaunch) {
   Handle h(DeviceInfo{});
   if (Registry::global().bucket(Key::of(good())).empty()) GTEST_SKIP() << "f16 cf swish not built";
-  EXPECT_EQ(h.forward(good(), kTensors).code, StatusCode::no_device);
+  EXPECT_EQ(h.run(good(), kTensors).code, StatusCode::no_device);
 }
 
 // On the GPU: a rejected call leaves y, mean and rstd untouched.
@@ -91,7 +125,7 @@ TEST(Validation, NothingWrittenOnError) {
   HIPGN_REQUIRE_GPU();
   std::unique_ptr<Handle> h;
   ASSERT_TRUE(Handle::create(&h).ok());
-  const FwdProblem base = good();
+  const Problem base = good();
   const std::size_t bytes = std::size_t(base.elements()) * 2 + 64;
   DeviceBuffer x(bytes), y(bytes), mean(1024), rstd(1024);
   std::vector<std::uint8_t> ones(bytes, 0x3c);
@@ -100,10 +134,10 @@ TEST(Validation, NothingWrittenOnError) {
     y.poison();
     mean.poison();
     rstd.poison();
-    FwdProblem p = base;
-    FwdTensors t{x.get(), y.get(), nullptr, nullptr, static_cast<float*>(mean.get()), static_cast<float*>(rstd.get())};
+    Problem p = base;
+    Tensors t{x.get(), y.get(), nullptr, nullptr, static_cast<float*>(mean.get()), static_cast<float*>(rstd.get())};
     c.spoil(p, t);
-    EXPECT_FALSE(h->forward(p, t).ok()) << c.name;
+    EXPECT_FALSE(h->run(p, t).ok()) << c.name;
     ASSERT_EQ(hipDeviceSynchronize(), hipSuccess);
     for (const DeviceBuffer* b : {&y, &mean, &rstd})
       for (auto byte : b->download()) ASSERT_EQ(byte, 0xFF) << c.name << ": output written";
@@ -112,8 +146,8 @@ TEST(Validation, NothingWrittenOnError) {
   for (const Instance* inst : Registry::global().bucket(Key::of(base))) {
     if (inst->spec().vector == 1) continue;
     y.poison();
-    const FwdTensors t{static_cast<char*>(x.get()) + 2, static_cast<char*>(y.get()) + 2};
-    const Status s = h->forward(base, t, nullptr, inst->name());
+    const Tensors t{static_cast<char*>(x.get()) + 2, static_cast<char*>(y.get()) + 2};
+    const Status s = h->run(base, t, nullptr, inst->name());
     EXPECT_EQ(s.code, StatusCode::not_supported);
     EXPECT_NE(s.message.find("aligned"), std::string::npos) << s.message;
     ASSERT_EQ(hipDeviceSynchronize(), hipSuccess);

@@ -43,7 +43,7 @@ class Enumeration(unittest.TestCase):
         for preset in enum.PRESETS:
             specs = enum.enumerate_specs(preset)
             buckets = {s.bucket for s in specs}
-            self.assertEqual(len(buckets), 5 * 2 * 2)
+            self.assertEqual(len(buckets), 4 * 5 * 2 * 2)
             self.assertEqual(buckets, {s.bucket for s in specs if s.generic})
 
     def test_every_family_in_every_bucket(self):

@@ -17,12 +17,14 @@ hipgn_status_t report(const hipgn::Status& s) {
   return static_cast<hipgn_status_t>(s.code);
 }
 
-bool to_problem(const hipgn_fwd_problem_t* in, hipgn::FwdProblem* out) {
+bool to_problem(const hipgn_problem_t* in, hipgn::Problem* out) {
   if (!in || in->spatial_rank < 0 || in->spatial_rank > HIPGN_MAX_SPATIAL_RANK) return false;
+  if (in->op < HIPGN_OP_FWD || in->op > HIPGN_OP_BWD) return false;
   if (in->x_dtype < HIPGN_F32 || in->x_dtype > HIPGN_BF16 || in->gamma_dtype < HIPGN_F32 || in->gamma_dtype > HIPGN_BF16 ||
       (in->layout != HIPGN_CHANNELS_FIRST && in->layout != HIPGN_CHANNELS_LAST) ||
       (in->act != HIPGN_ACT_NONE && in->act != HIPGN_ACT_SWISH))
     return false;
+  out->op = static_cast<hipgn::Op>(in->op);
   out->n = in->n;
   out->c = in->c;
   out->groups = in->groups;
@@ -38,6 +40,10 @@ bool to_problem(const hipgn_fwd_problem_t* in, hipgn::FwdProblem* out) {
 
 const hipgn::Status kBadDescriptor = hipgn::Status::error(
     hipgn::StatusCode::invalid_argument, "the problem descriptor is null or has an out-of-range enum or spatial rank");
+const hipgn::Status kNotForward = hipgn::Status::error(hipgn::StatusCode::invalid_argument,
+                                                       "hipgn_groupnorm_fwd needs op HIPGN_OP_FWD");
+const hipgn::Status kNotBackward = hipgn::Status::error(
+    hipgn::StatusCode::invalid_argument, "hipgn_groupnorm_bwd needs op HIPGN_OP_DX, HIPGN_OP_DGB or HIPGN_OP_BWD");
 const hipgn::Status kNoHandle = hipgn::Status::error(hipgn::StatusCode::invalid_argument, "the handle is null");
 }  // namespace
 
@@ -53,21 +59,53 @@ void hipgn_destroy(hipgn_handle_t handle) { delete handle; }
 
 const char* hipgn_last_error(void) { return g_last_error.c_str(); }
 
-hipgn_status_t hipgn_groupnorm_fwd(hipgn_handle_t handle, const hipgn_fwd_problem_t* problem, const void* x, void* y,
+hipgn_status_t hipgn_groupnorm_fwd(hipgn_handle_t handle, const hipgn_problem_t* problem, const void* x, void* y,
                                    const void* gamma, const void* beta, float* mean, float* rstd, const char* instance,
                                    void* stream) {
   if (!handle) return report(kNoHandle);
-  hipgn::FwdProblem p;
+  hipgn::Problem p;
   if (!to_problem(problem, &p)) return report(kBadDescriptor);
-  const hipgn::FwdTensors t{x, y, gamma, beta, mean, rstd};
-  return report(handle->handle->forward(p, t, static_cast<hipStream_t>(stream), instance ? instance : ""));
+  if (p.op != hipgn::Op::fwd) return report(kNotForward);
+  hipgn::Tensors t;
+  t.x = x;
+  t.y = y;
+  t.gamma = gamma;
+  t.beta = beta;
+  t.mean = mean;
+  t.rstd = rstd;
+  return report(handle->handle->run(p, t, static_cast<hipStream_t>(stream), instance ? instance : ""));
 }
 
-hipgn_status_t hipgn_choose_instance(hipgn_handle_t handle, const hipgn_fwd_problem_t* problem, const char** name) {
-  if (!handle || !name) return report(kNoHandle);
-  hipgn::FwdProblem p;
+hipgn_status_t hipgn_groupnorm_bwd(hipgn_handle_t handle, const hipgn_problem_t* problem, const void* dy,
+                                   const void* x, const float* mean, const float* rstd, const void* gamma,
+                                   const void* beta, void* dx, void* dgamma, void* dbeta, const char* instance,
+                                   void* stream) {
+  if (!handle) return report(kNoHandle);
+  hipgn::Problem p;
   if (!to_problem(problem, &p)) return report(kBadDescriptor);
-  hipgn::Status s = hipgn::validate(p, hipgn::FwdTensors{reinterpret_cast<const void*>(16), reinterpret_cast<void*>(16)});
+  if (p.op == hipgn::Op::fwd) return report(kNotBackward);
+  hipgn::Tensors t;
+  t.dy = dy;
+  t.x = x;
+  t.mean = const_cast<float*>(mean);  // read only: the backward never writes them
+  t.rstd = const_cast<float*>(rstd);
+  t.gamma = gamma;
+  t.beta = beta;
+  t.dx = dx;
+  t.dgamma = dgamma;
+  t.dbeta = dbeta;
+  return report(handle->handle->run(p, t, static_cast<hipStream_t>(stream), instance ? instance : ""));
+}
+
+hipgn_status_t hipgn_choose_instance(hipgn_handle_t handle, const hipgn_problem_t* problem, const char** name) {
+  if (!handle || !name) return report(kNoHandle);
+  hipgn::Problem p;
+  if (!to_problem(problem, &p)) return report(kBadDescriptor);
+  hipgn::Tensors fake;  // validate the problem alone: stand-in pointers for every tensor
+  fake.x = fake.dy = fake.gamma = reinterpret_cast<const void*>(16);
+  fake.y = fake.dx = fake.dgamma = fake.dbeta = reinterpret_cast<void*>(16);
+  fake.mean = fake.rstd = reinterpret_cast<float*>(16);
+  hipgn::Status s = hipgn::validate(p, fake);
   if (!s.ok()) return report(s);
   const hipgn::Instance* inst = handle->handle->choose(p, nullptr, &s);
   if (!inst) return report(s);

@@ -4,6 +4,7 @@
 #include "hipgn/hipgn.hpp"
 
 #ifndef HIPGN_BUILD_DTYPES
+#define HIPGN_BUILD_OPS "?"
 #define HIPGN_BUILD_DTYPES "?"
 #define HIPGN_BUILD_LAYOUTS "?"
 #define HIPGN_BUILD_ACTIVATIONS "?"
@@ -11,11 +12,11 @@
 
 namespace hipgn {
 
-BuildConfig build_config() { return {HIPGN_BUILD_DTYPES, HIPGN_BUILD_LAYOUTS, HIPGN_BUILD_ACTIVATIONS}; }
+BuildConfig build_config() { return {HIPGN_BUILD_OPS, HIPGN_BUILD_DTYPES, HIPGN_BUILD_LAYOUTS, HIPGN_BUILD_ACTIVATIONS}; }
 
 // Which configure option would build the problem's key.
-std::string not_built_message(const FwdProblem& p, const BuildConfig& cfg) {
-  std::string m = "this build has no forward instance for " + Key::of(p).to_string() + " (x " +
+std::string not_built_message(const Problem& p, const BuildConfig& cfg) {
+  std::string m = "this build has no instance for " + Key::of(p).to_string() + " (x " +
                   std::string(to_string(p.x_dtype)) + ", gamma " + std::string(to_string(p.gamma_dtype)) + ", " +
                   (p.layout == Layout::channels_first ? "channels-first" : "channels-last") + ", activation " +
                   std::string(to_string(p.act)) + "); reconfigure with";
@@ -35,10 +36,11 @@ std::string not_built_message(const FwdProblem& p, const BuildConfig& cfg) {
     for (char& ch : now) ch = ch == ',' ? ';' : ch;
     m += std::string(" -D") + option + "=\"" + now + ";" + std::string(item) + "\"";
   };
+  need("HIPGN_OPS", cfg.ops, to_string(p.op));
   need("HIPGN_DTYPES", cfg.dtypes, to_string(p.x_dtype));
   need("HIPGN_LAYOUTS", cfg.layouts, to_string(p.layout));
   need("HIPGN_ACTIVATIONS", cfg.activations, to_string(p.act));
-  if (m.size() == before) m += " HIPGN_OPS including fwd";
+  if (m.size() == before) m += " a HIPGN_INSTANCE_FILTER that keeps it";
   return m;
 }
 
@@ -68,7 +70,7 @@ Handle::~Handle() {
   for (auto& [stream, buf] : workspaces_) (void)hipFree(buf.first);
 }
 
-const Instance* Handle::choose(const FwdProblem& p, const FwdTensors* tensors, Status* why) const {
+const Instance* Handle::choose(const Problem& p, const Tensors* tensors, Status* why) const {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     const auto it = tuned_.find(p.to_string());
@@ -82,12 +84,12 @@ const Instance* Handle::choose(const FwdProblem& p, const FwdTensors* tensors, S
   return inst;
 }
 
-std::size_t Handle::workspace_bytes(const FwdProblem& p, const std::string& instance) const {
+std::size_t Handle::workspace_bytes(const Problem& p, const std::string& instance) const {
   const Instance* inst = instance.empty() ? choose(p, nullptr) : registry().find(instance);
   return inst ? inst->workspace_bytes(p) : 0;
 }
 
-Status Handle::set_tuned(const FwdProblem& p, const std::string& instance) {
+Status Handle::set_tuned(const Problem& p, const std::string& instance) {
   const Instance* inst = registry().find(instance);
   if (!inst) return Status::error(StatusCode::unknown_instance, "no instance named " + instance + " in this build");
   std::string why;
@@ -114,7 +116,7 @@ Status Handle::workspace_for(hipStream_t stream, std::size_t bytes, void** ptr) 
   return Status::success();
 }
 
-Status Handle::forward(const FwdProblem& p, const FwdTensors& t, hipStream_t stream, const std::string& instance) {
+Status Handle::run(const Problem& p, const Tensors& t, hipStream_t stream, const std::string& instance) {
   Status s = validate(p, t);
   if (!s.ok()) return s;
   const Instance* inst = nullptr;

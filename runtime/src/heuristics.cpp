@@ -5,8 +5,8 @@
 
 namespace hipgn {
 
-const std::vector<FwdRule>& fwd_rules() {
-  static const std::vector<FwdRule> rules = {
+const std::vector<Rule>& rules() {
+  static const std::vector<Rule> rules = {
       // Fewer groups than compute units: one workgroup per group leaves most of them idle
       // (Stable Diffusion at N=2, G=32 is 64 groups on 132 SMs). Below 16K elements a group
       // is a few waves of loads and splitting it costs more (a second launch, partials) than
@@ -22,7 +22,7 @@ const std::vector<FwdRule>& fwd_rules() {
 
 namespace {
 // Within a rule's family, is a better than b for this problem?
-bool better(const Instance& a, const Instance& b, const FwdProblem& p, int cus) {
+bool better(const Instance& a, const Instance& b, const Problem& p, int cus) {
   const InstanceSpec &x = a.spec(), &y = b.spec();
   // 16-byte accesses move the most bytes per instruction: the widest vector that fits wins.
   if (x.vector != y.vector) return x.vector > y.vector;
@@ -52,12 +52,12 @@ bool better(const Instance& a, const Instance& b, const FwdProblem& p, int cus) 
 }
 }  // namespace
 
-const Instance* heuristic_choice(const Registry& reg, const DeviceInfo& dev, const FwdProblem& p,
-                                 const FwdTensors* tensors, std::string* rule_why) {
+const Instance* heuristic_choice(const Registry& reg, const DeviceInfo& dev, const Problem& p,
+                                 const Tensors* tensors, std::string* rule_why) {
   const auto& bucket = reg.bucket(Key::of(p));
   const int cus = dev.compute_units > 0 ? dev.compute_units : DeviceInfo::kAssumedComputeUnits;
   const double groups_per_cu = double(p.num_groups()) / cus;
-  for (const FwdRule& rule : fwd_rules()) {
+  for (const Rule& rule : rules()) {
     if (groups_per_cu >= rule.max_groups_per_cu || p.group_elements() < rule.min_group_elements) continue;
     const Instance* best = nullptr;
     for (const Instance* inst : bucket)

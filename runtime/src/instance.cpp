@@ -23,7 +23,7 @@ std::string Key::to_string() const {
   return s;
 }
 
-Key Key::of(const FwdProblem& p) { return {Op::fwd, p.x_dtype, p.gamma_dtype, p.layout, p.act}; }
+Key Key::of(const Problem& p) { return {p.op, p.x_dtype, p.gamma_dtype, p.layout, p.act}; }
 
 std::string InstanceSpec::name() const {
   return "gn_" + key().to_string() + "_" + std::string(hipgn::to_string(family)) + "_b" + std::to_string(block) +
@@ -60,19 +60,19 @@ std::optional<InstanceSpec> InstanceSpec::parse(std::string_view name) {
 namespace {
 // The group is rows x cols with cols contiguous: channels-first cols are the spatial
 // positions, channels-last cols the group's channels.
-std::int64_t cols(const FwdProblem& p) {
+std::int64_t cols(const Problem& p) {
   return p.layout == Layout::channels_first ? p.spatial_size() : p.channels_per_group();
 }
 constexpr std::int64_t kMaxSlices = 65535;  // the grid's y limit on both vendors
 }  // namespace
 
-int Instance::slices(const FwdProblem& p) const {
+int Instance::slices(const Problem& p) const {
   const std::int64_t chunk = spec_.chunk_elements();
   const std::int64_t s = (p.group_elements() + chunk - 1) / chunk;
   return s > kMaxSlices ? -1 : int(s);
 }
 
-bool Instance::supports(const FwdProblem& p, const FwdTensors* t, std::string* why) const {
+bool Instance::supports(const Problem& p, const Tensors* t, std::string* why) const {
   auto no = [why](std::string m) {
     if (why) *why = std::move(m);
     return false;
@@ -85,33 +85,48 @@ bool Instance::supports(const FwdProblem& p, const FwdTensors* t, std::string* w
       return no((p.layout == Layout::channels_first ? "spatial size " : "C/G ") + std::to_string(cols(p)) +
                 " is not a multiple of the vector " + std::to_string(v));
     const std::size_t align = std::size_t(v) * size_of(p.x_dtype);
-    if (t && (reinterpret_cast<std::uintptr_t>(t->x) % align || reinterpret_cast<std::uintptr_t>(t->y) % align))
-      return no("x or y is not aligned to " + std::to_string(align) + " bytes");
+    auto misaligned = [align](const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % align != 0; };
+    if (t && (misaligned(t->x) || (p.op == Op::fwd ? misaligned(t->y) : misaligned(t->dy) || misaligned(t->dx))))
+      return no(std::string(p.op == Op::fwd ? "x or y" : "x, dy or dx") + " is not aligned to " +
+                std::to_string(align) + " bytes");
   }
   if (spec_.family == Family::onchip && p.group_elements() > spec_.chunk_elements())
     return no("the group's " + std::to_string(p.group_elements()) + " elements exceed the " +
               std::to_string(spec_.chunk_elements()) + " held on chip");
   if (spec_.family == Family::split && slices(p) < 0)
     return no("the group needs more than " + std::to_string(kMaxSlices) + " slices");
+  if (spec_.family == Family::split && p.op != Op::fwd && p.channels_per_group() > kMaxSlices)
+    return no("C/G exceeds the " + std::to_string(kMaxSlices) + " workgroups of a grid column");
   return true;
 }
 
-std::size_t Instance::workspace_bytes(const FwdProblem& p) const {
-  if (spec_.family != Family::split) return 0;
-  return std::size_t(p.num_groups()) * std::size_t(slices(p)) * 3 * sizeof(float);
+std::size_t Instance::workspace_bytes(const Problem& p) const {
+  if (p.op == Op::fwd)
+    return spec_.family == Family::split ? std::size_t(p.num_groups()) * std::size_t(slices(p)) * 3 * sizeof(float) : 0;
+  // backward: the per-(n, c) sums S1, S2; op dx needs them only to carry A, B across the
+  // split family's two passes
+  if (p.op == Op::dx && spec_.family != Family::split) return 0;
+  return std::size_t(p.n) * std::size_t(p.c) * 2 * sizeof(float);
 }
 
-Status Instance::run(const FwdProblem& p, const FwdTensors& t, void* workspace, hipStream_t stream) const {
+Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStream_t stream) const {
   const std::int64_t hw = p.spatial_size(), cg = p.channels_per_group();
   const bool cf = p.layout == Layout::channels_first;
-  FwdParams k{};
+  Params k{};
   k.x = t.x;
   k.y = t.y;
   k.gamma = t.gamma;
   k.beta = t.beta;
   k.mean = t.mean;
   k.rstd = t.rstd;
+  k.dy = t.dy;
+  k.dx = t.dx;
+  // dgamma/dbeta only where the op writes them and affine is on
+  const bool gamma_beta = (p.op == Op::dgb || p.op == Op::bwd) && t.gamma;
+  k.dgamma = gamma_beta ? t.dgamma : nullptr;
+  k.dbeta = gamma_beta ? t.dbeta : nullptr;
   k.workspace = static_cast<float*>(workspace);
+  k.channels = p.c;
   k.groups_per_sample = p.groups;
   k.channels_per_group = cg;
   k.sample_stride = p.c * hw;
@@ -123,8 +138,7 @@ Status Instance::run(const FwdProblem& p, const FwdTensors& t, void* workspace, 
   k.slices = spec_.family == Family::split ? slices(p) : 1;
   k.eps = p.eps;
   k.swish_beta = p.swish_beta;
-  if (spec_.family == Family::split && !workspace)
-    return Status::error(StatusCode::invalid_argument, name_ + " needs a workspace");
+  if (workspace_bytes(p) && !workspace) return Status::error(StatusCode::invalid_argument, name_ + " needs a workspace");
   const hipError_t e = launch_(k, stream);
   if (e != hipSuccess)
     return Status::error(StatusCode::runtime_error, name_ + ": launch failed: " + hipGetErrorString(e));

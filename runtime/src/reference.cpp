@@ -2,16 +2,17 @@
 #include "hipgn/reference.hpp"
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 
 namespace hipgn {
 
-std::int64_t element_offset(const FwdProblem& p, std::int64_t n, std::int64_t c, std::int64_t s) {
+std::int64_t element_offset(const Problem& p, std::int64_t n, std::int64_t c, std::int64_t s) {
   const std::int64_t hw = p.spatial_size();
   return p.layout == Layout::channels_first ? (n * p.c + c) * hw + s : (n * hw + s) * p.c + c;
 }
 
-void reference_fwd(const FwdProblem& p, const double* x, const double* gamma, const double* beta, double* y,
+void reference_fwd(const Problem& p, const double* x, const double* gamma, const double* beta, double* y,
                    double* mean, double* rstd) {
   const std::int64_t hw = p.spatial_size(), cg = p.channels_per_group();
   for (std::int64_t n = 0; n < p.n; ++n) {
@@ -37,6 +38,53 @@ void reference_fwd(const FwdProblem& p, const double* x, const double* gamma, co
           double z = ga * (x[i] - m) * r + be;
           if (p.act == Activation::swish) z = z / (1.0 + std::exp(-double(p.swish_beta) * z));
           y[i] = z;
+        }
+      }
+    }
+  }
+}
+
+void reference_bwd(const Problem& p, const double* x, const double* dy, const double* gamma, const double* beta,
+                   double* dx, double* dgamma, double* dbeta, double* dgamma_abs, double* dbeta_abs) {
+  const std::int64_t hw = p.spatial_size(), cg = p.channels_per_group();
+  std::vector<double> mean(std::size_t(p.num_groups())), rstd(mean.size());
+  Problem fp = p;
+  fp.act = Activation::none;
+  std::vector<double> y(std::size_t(p.elements()));
+  reference_fwd(fp, x, nullptr, nullptr, y.data(), mean.data(), rstd.data());  // y = xhat
+  for (double* out : {dgamma, dbeta, dgamma_abs, dbeta_abs})
+    if (out) std::fill(out, out + p.c, 0.0);
+  const double count = double(cg * hw), s = double(p.swish_beta);
+  std::vector<double> dyp(std::size_t(cg * hw));
+  for (std::int64_t n = 0; n < p.n; ++n) {
+    for (std::int64_t g = 0; g < p.groups; ++g) {
+      double a = 0, b = 0;
+      for (std::int64_t c = g * cg, k = 0; c < (g + 1) * cg; ++c) {
+        const double ga = gamma ? gamma[c] : 1.0, be = beta ? beta[c] : 0.0;
+        for (std::int64_t sp = 0; sp < hw; ++sp, ++k) {
+          const std::int64_t i = element_offset(p, n, c, sp);
+          const double xhat = y[std::size_t(i)];
+          double d = dy[i];
+          if (p.act == Activation::swish) {  // d/dz z sigmoid(s z) = sig (1 + s z (1 - sig))
+            const double z = ga * xhat + be, sig = 1.0 / (1.0 + std::exp(-s * z));
+            d *= sig * (1.0 + s * z * (1.0 - sig));
+          }
+          dyp[std::size_t(k)] = d;
+          a += ga * d;
+          b += ga * d * xhat;
+          if (dgamma) dgamma[c] += d * xhat;
+          if (dbeta) dbeta[c] += d;
+          if (dgamma_abs) dgamma_abs[c] += std::fabs(d * xhat);
+          if (dbeta_abs) dbeta_abs[c] += std::fabs(d);
+        }
+      }
+      if (!dx) continue;
+      const double r = rstd[std::size_t(n * p.groups + g)];
+      for (std::int64_t c = g * cg, k = 0; c < (g + 1) * cg; ++c) {
+        const double ga = gamma ? gamma[c] : 1.0;
+        for (std::int64_t sp = 0; sp < hw; ++sp, ++k) {
+          const std::int64_t i = element_offset(p, n, c, sp);
+          dx[i] = r * (ga * dyp[std::size_t(k)] - a / count - y[std::size_t(i)] * b / count);
         }
       }
     }

@@ -6,7 +6,7 @@
 
 namespace hipgn {
 
-void Registry::add(const InstanceSpec& spec, std::string_view name, FwdLaunchFn launch) {
+void Registry::add(const InstanceSpec& spec, std::string_view name, LaunchFn launch) {
   // The generator and the runtime spell names by the same grammar; a mismatch is a build bug.
   if (spec.name() != name || by_name_.count(name)) {
     std::fprintf(stderr, "hipgn: registry: instance %.*s is %s\n", int(name.size()), name.data(),

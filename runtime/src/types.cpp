@@ -15,7 +15,7 @@ bool parse_in(std::string_view s, E& out, const std::string_view (&names)[K]) {
     if (names[i] == s) { out = static_cast<E>(i); return true; }
   return false;
 }
-constexpr std::string_view kOps[] = {"fwd"};
+constexpr std::string_view kOps[] = {"fwd", "dx", "dgb", "bwd"};
 constexpr std::string_view kDtypes[] = {"f32", "f16", "bf16"};
 constexpr std::string_view kLayouts[] = {"cf", "cl"};
 constexpr std::string_view kActs[] = {"none", "swish"};
@@ -47,15 +47,15 @@ const char* to_string(StatusCode c) {
   return "?";
 }
 
-std::int64_t FwdProblem::spatial_size() const {
+std::int64_t Problem::spatial_size() const {
   std::int64_t s = 1;
   for (auto d : spatial) s *= d;
   return s;
 }
 
-std::string FwdProblem::to_string() const {
+std::string Problem::to_string() const {
   std::ostringstream o;
-  o << "n" << n << " c" << c << " s";
+  o << hipgn::to_string(op) << " n" << n << " c" << c << " s";
   for (std::size_t i = 0; i < spatial.size(); ++i) o << (i ? "x" : "") << spatial[i];
   if (spatial.empty()) o << "1";
   o << " g" << groups << " " << hipgn::to_string(x_dtype) << "/" << hipgn::to_string(gamma_dtype) << " "
@@ -65,7 +65,7 @@ std::string FwdProblem::to_string() const {
   return o.str();
 }
 
-Status validate(const FwdProblem& p, const FwdTensors& t) {
+Status validate(const Problem& p, const Tensors& t) {
   auto bad = [](std::string m) { return Status::error(StatusCode::invalid_argument, std::move(m)); };
   if (p.n < 1) return bad("N = " + std::to_string(p.n) + ": the batch must hold at least one sample");
   if (p.c < 1) return bad("C = " + std::to_string(p.c) + ": there must be at least one channel");
@@ -90,7 +90,24 @@ Status validate(const FwdProblem& p, const FwdTensors& t) {
     return bad("gamma/beta dtype " + std::string(hipgn::to_string(p.gamma_dtype)) + " must be x's (" +
                std::string(hipgn::to_string(p.x_dtype)) + ") or f32");
   if (!t.x) return bad("x is null");
-  if (!t.y) return bad("y is null");
+  if (p.op == Op::fwd) {
+    if (!t.y) return bad("y is null");
+    return Status::success();
+  }
+  const std::string op(hipgn::to_string(p.op));
+  if (!t.dy) return bad(op + ": dy is null");
+  if (!t.mean || !t.rstd) return bad(op + ": the forward's saved mean and rstd are required (mean or rstd is null)");
+  if (p.act == Activation::swish && !t.gamma)
+    return bad(op + ": gamma is null but Swish was fused: the backward recomputes Swish's input gamma * xhat + beta "
+                    "and needs the forward's gamma");
+  if ((p.op == Op::dx || p.op == Op::bwd) && !t.dx) return bad(op + ": dx is null");
+  if (p.op == Op::dgb && !t.gamma)
+    return bad("dgb: gamma is null (affine off): there are no gamma/beta gradients; use op dx");
+  if (p.op == Op::dgb && (!t.dgamma || !t.dbeta)) return bad("dgb: dgamma or dbeta is null");
+  if (p.op == Op::bwd && t.gamma && (!t.dgamma || !t.dbeta))
+    return bad("bwd: dgamma or dbeta is null (with gamma given, the fused backward writes both)");
+  if (p.op == Op::bwd && !t.gamma && (t.dgamma || t.dbeta))
+    return bad("bwd: dgamma/dbeta given but gamma is null (affine off: dx only)");
   return Status::success();
 }
 

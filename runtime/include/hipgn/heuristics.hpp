@@ -16,19 +16,19 @@ struct DeviceInfo {
   static constexpr int kAssumedComputeUnits = 132;  // an H100/H200 SXM: our reference GPU
 };
 
-struct FwdRule {
+struct Rule {
   Family family;
   double max_groups_per_cu;           // the rule applies while N*G / CUs is below this
   std::int64_t min_group_elements;    // and the group holds at least this many elements
   const char* why;
 };
 
-const std::vector<FwdRule>& fwd_rules();
+const std::vector<Rule>& rules();
 
 // The instance the rules pick among those of the problem's key that support it (tensors, when
 // given, for alignment); null when none does (nothing built for the key). *rule_why, if
 // given, receives the reason of the rule that chose.
-const Instance* heuristic_choice(const Registry&, const DeviceInfo&, const FwdProblem&,
-                                 const FwdTensors* tensors = nullptr, std::string* rule_why = nullptr);
+const Instance* heuristic_choice(const Registry&, const DeviceInfo&, const Problem&,
+                                 const Tensors* tensors = nullptr, std::string* rule_why = nullptr);
 
 }  // namespace hipgn

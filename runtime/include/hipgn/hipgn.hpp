@@ -1,5 +1,6 @@
 // hipgn's C++ API: a Handle per device holds device properties, workspace and tuning state;
-// forward() validates, picks an instance (tuned, named, or by heuristics) and launches.
+// run() validates, picks an instance (tuned, named, or by heuristics) and launches the
+// problem's op: forward, backward data, backward gamma/beta, or the fused backward.
 #pragma once
 
 #include <cstddef>
@@ -20,10 +21,10 @@ namespace hipgn {
 // The instance selection this library was configured with (CMake's HIPGN_DTYPES, ...), as
 // ';'- or ','-separated lists; error messages name the option that would build a missing key.
 struct BuildConfig {
-  std::string dtypes, layouts, activations;
+  std::string ops, dtypes, layouts, activations;
 };
 BuildConfig build_config();
-std::string not_built_message(const FwdProblem&, const BuildConfig&);
+std::string not_built_message(const Problem&, const BuildConfig&);
 
 class Handle {
  public:
@@ -42,19 +43,20 @@ class Handle {
   bool has_device() const { return has_device_; }
   const Registry& registry() const { return *registry_; }
 
-  // The instance forward() would use: the tuned one if recorded for this problem, else the
+  // The instance run() would use: the tuned one if recorded for this problem, else the
   // heuristic's. Null with a status when none can run it.
-  const Instance* choose(const FwdProblem&, const FwdTensors* tensors, Status* why = nullptr) const;
+  const Instance* choose(const Problem&, const Tensors* tensors, Status* why = nullptr) const;
 
-  // y = act(gamma * xhat + beta). `instance`: empty for automatic choice, else a name. Writes
-  // nothing when it returns an error. Thread-safe; the workspace is per stream.
-  Status forward(const FwdProblem&, const FwdTensors&, hipStream_t stream = nullptr,
+  // Runs p.op on the tensors (problem.hpp says which each op reads and writes). `instance`:
+  // empty for the automatic choice, else a name. Writes nothing when it returns an error.
+  // Thread-safe; the workspace is per stream.
+  Status run(const Problem&, const Tensors&, hipStream_t stream = nullptr,
                  const std::string& instance = "");
 
-  std::size_t workspace_bytes(const FwdProblem&, const std::string& instance = "") const;
+  std::size_t workspace_bytes(const Problem&, const std::string& instance = "") const;
 
   // Tuning state: a problem's chosen instance, consulted before the heuristics.
-  Status set_tuned(const FwdProblem&, const std::string& instance);
+  Status set_tuned(const Problem&, const std::string& instance);
 
  private:
   Handle(DeviceInfo info, bool has_device) : info_(std::move(info)), has_device_(has_device) {}
@@ -65,7 +67,7 @@ class Handle {
   const Registry* registry_ = &Registry::global();
   mutable std::mutex mutex_;
   std::map<hipStream_t, std::pair<void*, std::size_t>> workspaces_;
-  std::map<std::string, std::string> tuned_;  // FwdProblem::to_string() -> instance name
+  std::map<std::string, std::string> tuned_;  // Problem::to_string() -> instance name
 };
 
 }  // namespace hipgn

@@ -24,7 +24,7 @@ struct Key {
   }
   bool operator<(const Key& o) const;
   std::string to_string() const;  // "fwd_f16_f32_cl_swish": codegen's bucket name
-  static Key of(const FwdProblem&);
+  static Key of(const Problem&);
 };
 
 struct InstanceSpec {
@@ -47,27 +47,27 @@ struct InstanceSpec {
   bool operator==(const InstanceSpec& o) const { return name() == o.name(); }
 };
 
-using FwdLaunchFn = hipError_t (*)(const FwdParams&, hipStream_t);
+using LaunchFn = hipError_t (*)(const Params&, hipStream_t);
 
 class Instance {
  public:
-  Instance(const InstanceSpec& spec, FwdLaunchFn launch) : spec_(spec), name_(spec.name()), launch_(launch) {}
+  Instance(const InstanceSpec& spec, LaunchFn launch) : spec_(spec), name_(spec.name()), launch_(launch) {}
   const InstanceSpec& spec() const { return spec_; }
   const std::string& name() const { return name_; }
 
   // Whether this instance computes the problem. Tensors, when given, are checked for the
   // alignment vector access needs; without them 16-byte-aligned pointers are assumed. On
   // false, *why (if given) says which constraint failed.
-  bool supports(const FwdProblem&, const FwdTensors* tensors = nullptr, std::string* why = nullptr) const;
-  std::size_t workspace_bytes(const FwdProblem&) const;
+  bool supports(const Problem&, const Tensors* tensors = nullptr, std::string* why = nullptr) const;
+  std::size_t workspace_bytes(const Problem&) const;
   // Launches on stream. The caller validated the problem and checked supports().
-  Status run(const FwdProblem&, const FwdTensors&, void* workspace, hipStream_t stream) const;
+  Status run(const Problem&, const Tensors&, void* workspace, hipStream_t stream) const;
 
  private:
-  int slices(const FwdProblem&) const;
+  int slices(const Problem&) const;
   InstanceSpec spec_;
   std::string name_;
-  FwdLaunchFn launch_;
+  LaunchFn launch_;
 };
 
 }  // namespace hipgn

@@ -1,4 +1,4 @@
-// What a forward kernel launch receives: pointers, sizes, and the index arithmetic the host
+// What a kernel launch receives: pointers, sizes, and the index arithmetic the host
 // prepared once per call (so kernels divide by multiplication). Shared by the runtime, which
 // fills it, and the kernels in kernels/include/hipgn/kernels/.
 #pragma once
@@ -41,14 +41,20 @@ struct FastDivmod {
   }
 };
 
-struct FwdParams {
+struct Params {
   const void* x;
   void* y;
   const void* gamma;  // may be null: scale 1
   const void* beta;   // may be null: shift 0
-  float* mean;        // [N, G]; may be null: not written
-  float* rstd;        // [N, G]; may be null
-  float* workspace;   // split family: 3 floats per (group, slice)
+  float* mean;        // [N, G]; forward: may be null (not written); backward: read
+  float* rstd;        // [N, G]
+  const void* dy;     // backward
+  void* dx;           // backward data; may be null (dgb)
+  void* dgamma;       // backward gamma/beta; may be null (dx, or affine off)
+  void* dbeta;
+  float* workspace;   // forward split: 3 floats per (group, slice); backward: [N, C, 2] sums
+
+  std::int64_t channels;           // C
 
   std::int64_t groups_per_sample;  // G
   std::int64_t channels_per_group; // C / G

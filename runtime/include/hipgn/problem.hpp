@@ -1,4 +1,4 @@
-// The GroupNorm forward problem (sizes, types, layout, activation) and its tensors.
+// A GroupNorm problem (op, sizes, types, layout, activation) and its tensors.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,8 @@
 
 namespace hipgn {
 
-struct FwdProblem {
+struct Problem {
+  Op op = Op::fwd;
   std::int64_t n = 0;                 // batch
   std::int64_t c = 0;                 // channels
   std::vector<std::int64_t> spatial;  // any rank; empty means one position
@@ -30,19 +31,28 @@ struct FwdProblem {
   std::string to_string() const;  // e.g. "n2 c320 s64x64 g32 f16/f32 cl swish"
 };
 
-// Device pointers. gamma/beta may be null (affine off: scale 1, shift 0); mean/rstd [N, G]
-// fp32 may be null (not saved).
-struct FwdTensors {
+// Device pointers; which ones an op reads and writes:
+//   fwd: x -> y; gamma, beta optional (null: scale 1, shift 0); mean, rstd [N, G] fp32
+//        optional outputs.
+//   dx, dgb, bwd: dy, x and the forward's mean and rstd are inputs; gamma and beta are the
+//        forward's (null where the forward had none; Swish needs gamma, to recompute its
+//        input). dx writes dx; dgb writes dgamma and dbeta (gamma's dtype); bwd writes all
+//        three, or dx alone when gamma is null (affine off).
+struct Tensors {
   const void* x = nullptr;
   void* y = nullptr;
   const void* gamma = nullptr;
   const void* beta = nullptr;
-  float* mean = nullptr;
+  float* mean = nullptr;  // fwd: written; backward: read
   float* rstd = nullptr;
+  const void* dy = nullptr;
+  void* dx = nullptr;
+  void* dgamma = nullptr;
+  void* dbeta = nullptr;
 };
 
 // Whether the problem and tensors are valid, independent of what was built: C % G, G >= 1,
-// sizes > 0, eps finite and > 0, x and y non-null, gamma dtype x's or f32.
-Status validate(const FwdProblem&, const FwdTensors&);
+// sizes > 0, eps finite and > 0, gamma dtype x's or f32, and the op's tensors present.
+Status validate(const Problem&, const Tensors&);
 
 }  // namespace hipgn

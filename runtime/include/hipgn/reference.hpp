@@ -10,12 +10,19 @@
 namespace hipgn {
 
 // Element offset of (n, c, s) (s the flattened spatial index) in the problem's layout.
-std::int64_t element_offset(const FwdProblem&, std::int64_t n, std::int64_t c, std::int64_t s);
+std::int64_t element_offset(const Problem&, std::int64_t n, std::int64_t c, std::int64_t s);
 
 // y, mean, rstd from x, gamma, beta (gamma/beta may be null); all in float64. mean and rstd
 // hold N*G values; rstd = 1/sqrt(var + eps) with the biased variance.
-void reference_fwd(const FwdProblem&, const double* x, const double* gamma, const double* beta,
+void reference_fwd(const Problem&, const double* x, const double* gamma, const double* beta,
                    double* y, double* mean, double* rstd);
+
+// The backward in float64, mean and rstd recomputed from x: dx (may be null), dgamma and dbeta
+// (may be null) from dy, with Swish's derivative when p.act is swish. dgamma_abs/dbeta_abs,
+// if given, receive the sums of the terms' magnitudes (for tolerances).
+void reference_bwd(const Problem&, const double* x, const double* dy, const double* gamma, const double* beta,
+                   double* dx, double* dgamma, double* dbeta, double* dgamma_abs = nullptr,
+                   double* dbeta_abs = nullptr);
 
 // Storage: dtype bytes <-> doubles. encode rounds to nearest even; decode is exact.
 std::vector<std::uint8_t> encode(DataType, const std::vector<double>&);

@@ -15,7 +15,7 @@ namespace hipgn {
 class Registry {
  public:
   // Adds an instance; `name` is the generator's spelling and must equal spec.name().
-  void add(const InstanceSpec& spec, std::string_view name, FwdLaunchFn launch);
+  void add(const InstanceSpec& spec, std::string_view name, LaunchFn launch);
 
   const std::deque<Instance>& all() const { return all_; }
   // The instances of one functional key, in registration order; empty if none were built.

@@ -25,7 +25,9 @@
 
 namespace hipgn {
 
-enum class Op : int { fwd = 0 };
+// fwd: y (and saved mean/rstd); dx: backward data; dgb: backward gamma/beta; bwd: the fused
+// backward, dx with dgamma and dbeta from one call.
+enum class Op : int { fwd = 0, dx = 1, dgb = 2, bwd = 3 };
 enum class DataType : int { f32 = 0, f16 = 1, bf16 = 2 };
 enum class Layout : int { channels_first = 0, channels_last = 1 };
 enum class Activation : int { none = 0, swish = 1 };

@@ -2,6 +2,9 @@
 // memory access, fp32 reductions across a workgroup, and the fused activations.
 #pragma once
 
+#include <cstdint>
+
+#include "hipgn/params.hpp"
 #include "hipgn/platform.hpp"
 #include "hipgn/types.hpp"
 
@@ -66,6 +69,34 @@ __device__ __forceinline__ float block_sum(float v) {
   }
   __syncthreads();
   return total;
+}
+
+// Several sums over the workgroup at once, returned to every thread; the same fixed order on
+// every run, so results are bitwise reproducible.
+template <int kBlock, int K>
+__device__ __forceinline__ void block_sum_array(float (&v)[K]) {
+  constexpr int kWarps = kBlock / kWarpSize;
+  __shared__ float partial[K][kWarps];
+  __shared__ float total[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) v[k] = warp_sum(v[k]);
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  __syncthreads();
+  if (lane == 0)
+#pragma unroll
+    for (int k = 0; k < K; ++k) partial[k][warp] = v[k];
+  __syncthreads();
+  if (warp == 0) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      float t = lane < kWarps ? partial[k][lane] : 0.f;
+      t = warp_sum(t);
+      if (lane == 0) total[k] = t;
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int k = 0; k < K; ++k) v[k] = total[k];
 }
 
 // Count, mean and sum of squared deviations of a set of values. Merging two sets (Chan et
@@ -134,5 +165,32 @@ __device__ __forceinline__ float activate(float z, float swish_beta) {
     return z;
   }
 }
+
+// A group (n, g) is viewed as rows x cols with cols contiguous in memory:
+//   channels-first (N, C, S...): rows = C/G channels,  cols = S (spatial), row stride S
+//   channels-last  (N, S..., C): rows = S positions,   cols = C/G,         row stride C
+// Threads access whole vectors of Traits::kVectorSize elements along cols (the runtime checks
+// cols and the pointers allow it), so one vector lies in one channel (channels-first) or in
+// consecutive channels (channels-last).
+template <typename Traits>
+struct GroupView {
+  static constexpr int V = Traits::kVectorSize;
+  static constexpr bool kChannelsFirst = Traits::kLayout == Layout::channels_first;
+  std::int64_t base;      // offset of the group's first element
+  std::int64_t channel0;  // the group's first channel
+
+  __device__ __forceinline__ GroupView(const Params& p, std::int64_t group) {
+    const std::int64_t n = group / p.groups_per_sample, g = group - n * p.groups_per_sample;
+    base = n * p.sample_stride + g * p.group_stride;
+    channel0 = g * p.channels_per_group;
+  }
+  // Vector q of the group: its element offset and the channel of its first element.
+  __device__ __forceinline__ void locate(const Params& p, std::int64_t q, std::int64_t& offset,
+                                         std::int64_t& channel) const {
+    const std::int64_t row = p.vectors_per_row.div(q), col = (q - row * p.vectors_per_row.divisor) * V;
+    offset = base + row * p.row_stride + col;
+    channel = channel0 + (kChannelsFirst ? row : col);
+  }
+};
 
 }  // namespace hipgn::kernels

@@ -1,12 +1,6 @@
 // GroupNorm forward kernels, one template per family; a generated instance picks a family and
 // fills a Traits struct (types, layout, activation, block size, vector size, per-thread work).
-//
-// A group (n, g) is viewed as rows x cols with cols contiguous in memory:
-//   channels-first (N, C, S...): rows = C/G channels,  cols = S (spatial), row stride S
-//   channels-last  (N, S..., C): rows = S positions,   cols = C/G,         row stride C
-// Threads access whole vectors of Traits::kVectorSize elements along cols (the runtime checks
-// cols and the pointers allow it), so one vector lies in one channel (channels-first) or in
-// consecutive channels (channels-last).
+// The group layout (rows x cols) and vector access are described in common.hpp.
 #pragma once
 
 #include <cstdint>
@@ -16,30 +10,9 @@
 
 namespace hipgn::kernels {
 
-template <typename Traits>
-struct GroupView {
-  static constexpr int V = Traits::kVectorSize;
-  static constexpr bool kChannelsFirst = Traits::kLayout == Layout::channels_first;
-  std::int64_t base;      // offset of the group's first element
-  std::int64_t channel0;  // the group's first channel
-
-  __device__ __forceinline__ GroupView(const FwdParams& p, std::int64_t group) {
-    const std::int64_t n = group / p.groups_per_sample, g = group - n * p.groups_per_sample;
-    base = n * p.sample_stride + g * p.group_stride;
-    channel0 = g * p.channels_per_group;
-  }
-  // Vector q of the group: its element offset and the channel of its first element.
-  __device__ __forceinline__ void locate(const FwdParams& p, std::int64_t q, std::int64_t& offset,
-                                         std::int64_t& channel) const {
-    const std::int64_t row = p.vectors_per_row.div(q), col = (q - row * p.vectors_per_row.divisor) * V;
-    offset = base + row * p.row_stride + col;
-    channel = channel0 + (kChannelsFirst ? row : col);
-  }
-};
-
 // y = act(gamma_c * (x - mean) * rstd + beta_c) for one vector, written to y + offset.
 template <typename Traits>
-__device__ __forceinline__ void normalize_store(const FwdParams& p, const float (&v)[Traits::kVectorSize],
+__device__ __forceinline__ void normalize_store(const Params& p, const float (&v)[Traits::kVectorSize],
                                                 std::int64_t offset, std::int64_t channel,
                                                 float mean, float rstd) {
   using G = typename Traits::GammaType;
@@ -57,7 +30,7 @@ __device__ __forceinline__ void normalize_store(const FwdParams& p, const float 
   store_vec<V>(static_cast<typename Traits::XType*>(p.y) + offset, out);
 }
 
-__device__ __forceinline__ void save_stats(const FwdParams& p, std::int64_t group, float mean, float rstd) {
+__device__ __forceinline__ void save_stats(const Params& p, std::int64_t group, float mean, float rstd) {
   if (p.mean) p.mean[group] = mean;
   if (p.rstd) p.rstd[group] = rstd;
 }
@@ -65,7 +38,7 @@ __device__ __forceinline__ void save_stats(const FwdParams& p, std::int64_t grou
 // Family onchip: one workgroup per group, the whole group in registers (kPerThread vectors a
 // thread). x is read once; mean and variance are two exact passes over registers.
 template <typename Traits>
-__global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_kernel(FwdParams p) {
+__global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_kernel(Params p) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
   const std::int64_t group = blockIdx.x;
   const GroupView<Traits> view(p, group);
@@ -110,7 +83,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_kernel(FwdParam
 
 // Statistics of vectors [first, end) of a group, kPerThread vectors in flight per thread.
 template <typename Traits>
-__device__ __forceinline__ Stats accumulate(const FwdParams& p, const GroupView<Traits>& view,
+__device__ __forceinline__ Stats accumulate(const Params& p, const GroupView<Traits>& view,
                                             std::int64_t first, std::int64_t end) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, U = Traits::kPerThread;
   const auto* x = static_cast<const typename Traits::XType*>(p.x);
@@ -135,7 +108,7 @@ __device__ __forceinline__ Stats accumulate(const FwdParams& p, const GroupView<
 
 // Normalize vectors [first, end) of a group, reading x again.
 template <typename Traits>
-__device__ __forceinline__ void normalize_range(const FwdParams& p, const GroupView<Traits>& view,
+__device__ __forceinline__ void normalize_range(const Params& p, const GroupView<Traits>& view,
                                                 std::int64_t first, std::int64_t end, float mean,
                                                 float rstd) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, U = Traits::kPerThread;
@@ -165,7 +138,7 @@ __device__ __forceinline__ void normalize_range(const FwdParams& p, const GroupV
 
 // Family looped: one workgroup per group of any size; x read twice (statistics, then output).
 template <typename Traits>
-__global__ void __launch_bounds__(Traits::kBlockSize) fwd_looped_kernel(FwdParams p) {
+__global__ void __launch_bounds__(Traits::kBlockSize) fwd_looped_kernel(Params p) {
   const std::int64_t group = blockIdx.x;
   const GroupView<Traits> view(p, group);
   const Stats s = block_merge<Traits::kBlockSize>(accumulate<Traits>(p, view, 0, p.vectors));
@@ -177,7 +150,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_looped_kernel(FwdParam
 // Family split, pass 1: workgroup (group, slice) writes the statistics of its slice of
 // kBlockSize * kPerThread vectors to the workspace.
 template <typename Traits>
-__global__ void __launch_bounds__(Traits::kBlockSize) fwd_split_stats_kernel(FwdParams p) {
+__global__ void __launch_bounds__(Traits::kBlockSize) fwd_split_stats_kernel(Params p) {
   constexpr std::int64_t kChunk = std::int64_t(Traits::kBlockSize) * Traits::kPerThread;
   const std::int64_t group = blockIdx.x, slice = blockIdx.y;
   const GroupView<Traits> view(p, group);
@@ -194,7 +167,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_split_stats_kernel(Fwd
 // Family split, pass 2: every workgroup of a group merges the group's partials (the same
 // order in each, so all agree to the bit) and normalizes its slice; x comes back mostly from L2.
 template <typename Traits>
-__global__ void __launch_bounds__(Traits::kBlockSize) fwd_split_apply_kernel(FwdParams p) {
+__global__ void __launch_bounds__(Traits::kBlockSize) fwd_split_apply_kernel(Params p) {
   constexpr std::int64_t kChunk = std::int64_t(Traits::kBlockSize) * Traits::kPerThread;
   const std::int64_t group = blockIdx.x, slice = blockIdx.y;
   const GroupView<Traits> view(p, group);
@@ -215,7 +188,7 @@ struct FwdLauncher;
 
 template <typename Traits>
 struct FwdLauncher<Traits, Family::onchip> {
-  static hipError_t launch(const FwdParams& p, hipStream_t stream) {
+  static hipError_t launch(const Params& p, hipStream_t stream) {
     fwd_onchip_kernel<Traits><<<dim3(p.num_groups), dim3(Traits::kBlockSize), 0, stream>>>(p);
     return hipGetLastError();
   }
@@ -223,7 +196,7 @@ struct FwdLauncher<Traits, Family::onchip> {
 
 template <typename Traits>
 struct FwdLauncher<Traits, Family::looped> {
-  static hipError_t launch(const FwdParams& p, hipStream_t stream) {
+  static hipError_t launch(const Params& p, hipStream_t stream) {
     fwd_looped_kernel<Traits><<<dim3(p.num_groups), dim3(Traits::kBlockSize), 0, stream>>>(p);
     return hipGetLastError();
   }
@@ -231,7 +204,7 @@ struct FwdLauncher<Traits, Family::looped> {
 
 template <typename Traits>
 struct FwdLauncher<Traits, Family::split> {
-  static hipError_t launch(const FwdParams& p, hipStream_t stream) {
+  static hipError_t launch(const Params& p, hipStream_t stream) {
     const dim3 grid(p.num_groups, p.slices);
     fwd_split_stats_kernel<Traits><<<grid, dim3(Traits::kBlockSize), 0, stream>>>(p);
     const hipError_t e = hipGetLastError();

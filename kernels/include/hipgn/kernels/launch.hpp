@@ -1,0 +1,20 @@
+// The launcher a generated instance registers: forward or backward by the instance's op.
+#pragma once
+
+#include "hipgn/kernels/groupnorm_bwd.hpp"
+#include "hipgn/kernels/groupnorm_fwd.hpp"
+
+namespace hipgn::kernels {
+
+template <typename Traits, Family F>
+struct Launcher {
+  static hipError_t launch(const Params& p, hipStream_t stream) {
+    if constexpr (Traits::kOp == Op::fwd) {
+      return FwdLauncher<Traits, F>::launch(p, stream);
+    } else {
+      return BwdLauncher<Traits, F>::launch(p, stream);
+    }
+  }
+};
+
+}  // namespace hipgn::kernels
