@@ -2,7 +2,7 @@
 # can find_package(hipgn) and link hipgn::hipgn.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
-install(TARGETS hipgn hipgn_gpu_runtime EXPORT hipgnTargets
+install(TARGETS hipgn hipgn_shared hipgn_gpu_runtime EXPORT hipgnTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY runtime/include/hipgn DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${HIPGN_MANIFEST} DESTINATION ${CMAKE_INSTALL_DATADIR}/hipgn)

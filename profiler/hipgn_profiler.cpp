@@ -1,4 +1,4 @@
-// hipgn_profiler: for one problem, run every supporting instance, verify it against the CPU
+// hipgn_profiler: for one problem (any op), run every supporting instance, verify it against the CPU
 // reference, time it with device events (warm-up, median of many runs, L2 flushed between
 // runs) next to a same-size device-to-device copy, and mark the fastest and the heuristic's
 // choice. In the manner of ckProfiler and cutlass_profiler.
@@ -82,9 +82,11 @@ int main(int argc, char** argv) {
   p.n = 2;
   p.c = 320;
   p.groups = 32;
-  std::string spatial = "64,64", dtype = "f16", gamma_dtype = "", layout = "cl", act = "swish", instance, csv;
+  std::string op = "fwd", spatial = "64,64", dtype = "f16", gamma_dtype = "", layout = "cl", act = "swish", instance, csv;
   int warmup = 10, iters = 100;
   bool list_only = false, no_flush = false;
+  app.add_option("--op", op, "fwd, dx (backward data), dgb (backward gamma/beta), bwd (fused backward)")
+      ->check(CLI::IsMember({"fwd", "dx", "dgb", "bwd"}))->capture_default_str();
   app.add_option("-n,--batch", p.n, "N")->capture_default_str();
   app.add_option("-c,--channels", p.c, "C")->capture_default_str();
   app.add_option("-s,--spatial", spatial, "spatial sizes, e.g. 64,64 or 8x64x64 (empty: none)")->capture_default_str();
@@ -105,6 +107,7 @@ int main(int argc, char** argv) {
   app.add_flag("--list", list_only, "list the supporting instances and the heuristic's choice; run nothing");
   CLI11_PARSE(app, argc, argv);
 
+  hipgn::parse(op, p.op);
   hipgn::parse(dtype, p.x_dtype);
   hipgn::parse(gamma_dtype.empty() ? dtype : gamma_dtype, p.gamma_dtype);
   hipgn::parse(layout, p.layout);
@@ -114,7 +117,11 @@ int main(int argc, char** argv) {
   std::unique_ptr<Handle> handle;
   const Status created = Handle::create(&handle);
   const bool gpu = created.ok();
-  const Status valid = validate(p, Tensors{&p, &p});
+  Tensors stand_in;  // validate the problem alone
+  stand_in.x = stand_in.dy = stand_in.gamma = &p;
+  stand_in.y = stand_in.dx = stand_in.dgamma = stand_in.dbeta = &p;
+  stand_in.mean = stand_in.rstd = &p.eps;
+  const Status valid = validate(p, stand_in);
   if (!valid.ok()) {
     std::fprintf(stderr, "hipgn_profiler: %s\n", valid.message.c_str());
     return 2;
@@ -146,23 +153,33 @@ int main(int argc, char** argv) {
   const std::size_t count = std::size_t(p.elements()), bytes = count * size_of(p.x_dtype);
   std::mt19937_64 rng(12345);
   std::uniform_real_distribution<double> u(-1, 1);
-  std::vector<double> x(count), gamma(std::size_t(p.c)), beta(std::size_t(p.c));
+  const bool backward = p.op != Op::fwd;
+  std::vector<double> x(count), dyv(count), gamma(std::size_t(p.c)), beta(std::size_t(p.c));
   for (auto& v : x) v = 0.5 + 2 * u(rng);
+  for (auto& v : dyv) v = u(rng);
   for (auto& v : gamma) v = 1 + 0.5 * u(rng);
   for (auto& v : beta) v = 0.5 * u(rng);
   const auto xb = encode(p.x_dtype, x), gb = encode(p.gamma_dtype, gamma), bb = encode(p.gamma_dtype, beta);
   x = decode(p.x_dtype, xb.data(), count);
   gamma = decode(p.gamma_dtype, gb.data(), gamma.size());
   beta = decode(p.gamma_dtype, bb.data(), beta.size());
-  std::vector<double> ref(count);
-  reference_fwd(p, x.data(), gamma.data(), beta.data(), ref.data(), nullptr, nullptr);
+  const auto dyb = encode(p.x_dtype, dyv);
+  dyv = decode(p.x_dtype, dyb.data(), count);
+  // the reference output checked: y (fwd), dx (dx, bwd) or dgamma (dgb)
+  std::vector<double> ref(count), mean_ref(std::size_t(p.num_groups())), rstd_ref(mean_ref.size()), dg_ref(gamma.size());
+  reference_fwd(p, x.data(), gamma.data(), beta.data(), ref.data(), mean_ref.data(), rstd_ref.data());
+  if (backward)
+    reference_bwd(p, x.data(), dyv.data(), gamma.data(), beta.data(), ref.data(), dg_ref.data(), nullptr);
 
-  void *dx, *dy, *dg, *db, *dcopy, *flush = nullptr;
+  void *dx, *dy, *dg, *db, *dcopy, *dgrad, *ddg, *ddb, *flush = nullptr;
   float *dm, *dr;
   const std::size_t flush_bytes = std::size_t(256) << 20;  // several times any L2 today
   CHECK(hipMalloc(&dx, bytes));
   CHECK(hipMalloc(&dy, bytes));
   CHECK(hipMalloc(&dcopy, bytes));
+  CHECK(hipMalloc(&dgrad, bytes));
+  CHECK(hipMalloc(&ddg, gb.size()));
+  CHECK(hipMalloc(&ddb, gb.size()));
   CHECK(hipMalloc(&dg, gb.size()));
   CHECK(hipMalloc(&db, bb.size()));
   CHECK(hipMalloc(&dm, std::size_t(p.num_groups()) * 4));
@@ -171,13 +188,27 @@ int main(int argc, char** argv) {
   CHECK(hipMemcpy(dx, xb.data(), bytes, hipMemcpyHostToDevice));
   CHECK(hipMemcpy(dg, gb.data(), gb.size(), hipMemcpyHostToDevice));
   CHECK(hipMemcpy(db, bb.data(), bb.size(), hipMemcpyHostToDevice));
-  const Tensors t{dx, dy, dg, db, dm, dr};
+  Tensors t{dx, dy, dg, db, dm, dr};
+  if (backward) {  // dy in the y buffer; the forward's statistics from the reference
+    CHECK(hipMemcpy(dy, dyb.data(), bytes, hipMemcpyHostToDevice));
+    const auto mb = encode(DataType::f32, mean_ref), rb = encode(DataType::f32, rstd_ref);
+    CHECK(hipMemcpy(dm, mb.data(), mb.size(), hipMemcpyHostToDevice));
+    CHECK(hipMemcpy(dr, rb.data(), rb.size(), hipMemcpyHostToDevice));
+    t.y = nullptr;
+    t.dy = dy;
+    t.dx = p.op == Op::dgb ? nullptr : dgrad;
+    t.dgamma = p.op == Op::dx ? nullptr : ddg;
+    t.dbeta = p.op == Op::dx ? nullptr : ddb;
+  }
+  void* const out = backward ? dgrad : dy;  // what is checked elementwise (unless dgb)
 
   // the same-size copy, measured in this run: reads x once and writes once, like the floor
   const double copy_us = median_us([&] { CHECK(hipMemcpyAsync(dcopy, dx, bytes, hipMemcpyDeviceToDevice, nullptr)); },
                                    warmup, iters, flush, flush_bytes);
-  const double floor_bytes = 2.0 * double(bytes);  // x read once, y written once
-  std::printf("copy: %.2f us, %.0f GB/s\n", copy_us, floor_bytes / copy_us / 1e3);
+  // the floor: each tensor read once and written once (fwd: x, y; dx and bwd: x, dy, dx;
+  // dgb: x, dy), against a copy that reads and writes bytes once each
+  const double floor_bytes = (p.op == Op::dx || p.op == Op::bwd ? 3.0 : 2.0) * double(bytes);
+  std::printf("copy: %.2f us, %.0f GB/s\n", copy_us, 2.0 * double(bytes) / copy_us / 1e3);
 
   const double tol = p.x_dtype == DataType::f32 ? 1e-4 : p.x_dtype == DataType::f16 ? 8e-3 : 5e-2;
   std::vector<Row> rows;
@@ -186,25 +217,31 @@ int main(int argc, char** argv) {
     r.name = inst->name();
     void* ws = nullptr;
     if (const std::size_t wsb = inst->workspace_bytes(p)) CHECK(hipMalloc(&ws, wsb));
-    CHECK(hipMemset(dy, 0xFF, bytes));
+    CHECK(hipMemset(out, 0xFF, bytes));
+    CHECK(hipMemset(ddg, 0xFF, gb.size()));
     const Status s = inst->run(p, t, ws, nullptr);
     CHECK(hipDeviceSynchronize());
     if (!s.ok()) {
       r.note = s.message;
     } else {
-      std::vector<std::uint8_t> yb(bytes);
-      CHECK(hipMemcpy(yb.data(), dy, bytes, hipMemcpyDeviceToHost));
-      const auto y = decode(p.x_dtype, yb.data(), count);
+      const bool per_channel = p.op == Op::dgb;
+      const std::size_t n_check = per_channel ? gamma.size() : count;
+      std::vector<std::uint8_t> yb(per_channel ? gb.size() : bytes);
+      CHECK(hipMemcpy(yb.data(), per_channel ? ddg : out, yb.size(), hipMemcpyDeviceToHost));
+      const auto y = decode(per_channel ? p.gamma_dtype : p.x_dtype, yb.data(), n_check);
+      const std::vector<double>& want = per_channel ? dg_ref : ref;
+      // dgamma sums N * spatial terms: compare relative to that count
+      const double scale = per_channel ? double(p.n * p.spatial_size()) : 1.0;
       bool ok = true;
-      for (std::size_t i = 0; i < count; ++i) {
-        const double err = std::fabs(y[i] - ref[i]) / (1 + std::fabs(ref[i]));
+      for (std::size_t i = 0; i < n_check; ++i) {
+        const double err = std::fabs(y[i] - want[i]) / scale / (1 + std::fabs(want[i]) / scale);
         if (!(err <= tol)) ok = false;  // NaN too
         if (err > r.max_err || std::isnan(err)) r.max_err = err;
       }
       r.ok = ok;
       r.us = median_us([&] { (void)inst->run(p, t, ws, nullptr); }, warmup, iters, flush, flush_bytes);
       r.gbps = floor_bytes / r.us / 1e3;
-      r.pct_copy = 100.0 * copy_us / r.us;
+      r.pct_copy = 100.0 * (floor_bytes / r.us) / (2.0 * double(bytes) / copy_us);
       if (!ok) r.note = "WRONG";
     }
     if (ws) CHECK(hipFree(ws));
@@ -230,7 +267,7 @@ int main(int argc, char** argv) {
           << r.pct_copy << ',' << r.max_err << ',' << (&r == fastest) << ','
           << (chosen && r.name == chosen->name()) << ',' << copy_us << '\n';
   }
-  for (void* ptr : {dx, dy, dcopy, dg, db, static_cast<void*>(dm), static_cast<void*>(dr), flush})
+  for (void* ptr : {dx, dy, dcopy, dgrad, ddg, ddb, dg, db, static_cast<void*>(dm), static_cast<void*>(dr), flush})
     if (ptr) CHECK(hipFree(ptr));
   bool all_ok = true;
   for (const Row& r : rows) all_ok = all_ok && r.ok;

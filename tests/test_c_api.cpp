@@ -57,6 +57,39 @@ TEST(CApi, ChoosesAndReportsErrors) {
   EXPECT_NE(std::strstr(hipgn_last_error(), "x is null"), nullptr) << hipgn_last_error();
   EXPECT_EQ(hipgn_groupnorm_fwd(nullptr, &p, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr),
             HIPGN_STATUS_INVALID_ARGUMENT);
+  // each entry point takes its own ops
+  p = sd15(HIPGN_CHANNELS_LAST);
+  EXPECT_EQ(hipgn_groupnorm_bwd(h, &p, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                nullptr, nullptr),
+            HIPGN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(hipgn_last_error(), "hipgn_groupnorm_bwd needs op"), nullptr) << hipgn_last_error();
+  p.op = HIPGN_OP_BWD;
+  EXPECT_EQ(hipgn_groupnorm_fwd(h, &p, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr),
+            HIPGN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(hipgn_groupnorm_bwd(h, &p, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                nullptr, nullptr),
+            HIPGN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(hipgn_last_error(), "x is null"), nullptr) << hipgn_last_error();
+  hipgn_destroy(h);
+}
+
+TEST(CApi, BackwardRunsOnTheGpu) {
+  HIPGN_REQUIRE_GPU();
+  hipgn_handle_t h = nullptr;
+  ASSERT_EQ(hipgn_create(&h), HIPGN_STATUS_SUCCESS);
+  for (hipgn_op_t op : {HIPGN_OP_DX, HIPGN_OP_DGB, HIPGN_OP_BWD}) {
+    hipgn_problem_t cp = sd15(HIPGN_CHANNELS_FIRST);
+    cp.op = op;
+    Problem p = make_problem({2, 320, {64, 64}, 32}, DataType::f16, DataType::f16, Layout::channels_first,
+                             Activation::swish);
+    p.op = Op(op);
+    if (Registry::global().bucket(Key::of(p)).empty()) continue;
+    run_and_check_bwd(p, RunOptions{}, [&](const Problem&, const Tensors& t) {
+      const hipgn_status_t s = hipgn_groupnorm_bwd(h, &cp, t.dy, t.x, t.mean, t.rstd, t.gamma, t.beta, t.dx,
+                                                   t.dgamma, t.dbeta, nullptr, nullptr);
+      return s == HIPGN_STATUS_SUCCESS ? Status::success() : Status::error(StatusCode(s), hipgn_last_error());
+    }, "C API " + p.to_string());
+  }
   hipgn_destroy(h);
 }
 

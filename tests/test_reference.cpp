@@ -66,6 +66,50 @@ TEST(Reference, MatchesIndependentFormula) {
   }
 }
 
+// The backward reference against central finite differences of the forward, in float64:
+// L = sum_i w_i y_i, so dL/dx = dx, dL/dgamma = dgamma, dL/dbeta = dbeta with dy = w.
+TEST(Reference, BackwardMatchesFiniteDifferences) {
+  std::mt19937 rng(test_seed());
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (const Shape& s : {Shape{2, 6, {5}, 2}, Shape{1, 4, {3, 2}, 1}, Shape{2, 3, {4}, 3}})
+    for (Layout layout : {Layout::channels_first, Layout::channels_last})
+      for (Activation act : {Activation::none, Activation::swish}) {
+        Problem p = make_problem(s, DataType::f32, DataType::f32, layout, act);
+        p.swish_beta = 1.3f;
+        p.eps = 1e-3f;
+        const std::size_t n = std::size_t(p.elements()), c = std::size_t(p.c);
+        std::vector<double> x(n), w(n), g(c), b(c);
+        for (auto& v : x) v = u(rng);
+        for (auto& v : w) v = u(rng);
+        for (auto& v : g) v = 1 + 0.5 * u(rng);
+        for (auto& v : b) v = 0.5 * u(rng);
+        auto loss = [&] {
+          std::vector<double> y(n);
+          reference_fwd(p, x.data(), g.data(), b.data(), y.data(), nullptr, nullptr);
+          double l = 0;
+          for (std::size_t i = 0; i < n; ++i) l += w[i] * y[i];
+          return l;
+        };
+        auto numeric = [&](double& v) {
+          const double h = 1e-6, keep = v;
+          v = keep + h;
+          const double up = loss();
+          v = keep - h;
+          const double down = loss();
+          v = keep;
+          return (up - down) / (2 * h);
+        };
+        std::vector<double> dx(n), dg(c), db(c);
+        reference_bwd(p, x.data(), w.data(), g.data(), b.data(), dx.data(), dg.data(), db.data());
+        const std::string what = p.to_string();
+        for (std::size_t i = 0; i < n; ++i) ASSERT_NEAR(dx[i], numeric(x[i]), 1e-6) << what << " dx " << i;
+        for (std::size_t i = 0; i < c; ++i) {
+          ASSERT_NEAR(dg[i], numeric(g[i]), 1e-6) << what << " dgamma " << i;
+          ASSERT_NEAR(db[i], numeric(b[i]), 1e-6) << what << " dbeta " << i;
+        }
+      }
+}
+
 TEST(Conversions, HalfKnownValues) {
   const std::pair<double, std::uint16_t> known[] = {
       {1.0, 0x3c00}, {-2.0, 0xc000}, {65504.0, 0x7bff}, {65520.0, 0x7c00}, {std::ldexp(1.0, -24), 0x0001},
