@@ -101,12 +101,26 @@ TEST(Heuristics, MisalignedTensorsGetVectorOne) {
 }
 
 TEST(Heuristics, RulesEndWithACatchAll) {
-  const auto& table = rules();
-  ASSERT_FALSE(table.empty());
-  EXPECT_EQ(table.back().family, Family::looped);
-  EXPECT_EQ(table.back().min_group_elements, 0);
-  EXPECT_TRUE(std::isinf(table.back().max_groups_per_cu));
-  for (const Rule& r : table) EXPECT_NE(std::string(r.why), "");
+  for (Op op : {Op::fwd, Op::dx, Op::dgb, Op::bwd}) {
+    const auto& table = rules(op);
+    ASSERT_FALSE(table.empty());
+    EXPECT_EQ(table.back().family, Family::looped);
+    EXPECT_EQ(table.back().min_group_elements, 0);
+    EXPECT_TRUE(std::isinf(table.back().max_groups_per_cu));
+    for (const Rule& r : table) EXPECT_NE(std::string(r.why), "");
+  }
+}
+
+TEST(Heuristics, BackwardSplitsGroupsTooLargeForChip) {
+  // SD 16x16 at C=1280: 64 groups of 10240 elements, past the backward's 4096 on chip
+  Problem p = make_problem({2, 1280, {16, 16}, 32}, DataType::f16, DataType::f16, Layout::channels_first,
+                           Activation::swish);
+  p.op = Op::bwd;
+  const Instance* inst = heuristic_choice(Registry::global(), kH100, p);
+  if (!inst) GTEST_SKIP() << "no backward instances in this build";
+  bool split_built = false;
+  for (const Instance* i : Registry::global().bucket(Key::of(p))) split_built |= i->spec().family == Family::split;
+  if (split_built) EXPECT_EQ(inst->spec().family, Family::split) << inst->name();
 }
 
 TEST(Heuristics, TunedChoiceOverridesRules) {

@@ -6,6 +6,8 @@ PyTorch or a GPU is missing."""
 import ctypes
 import sys
 
+sys.stdout.reconfigure(line_buffering=True)  # what printed before a crash still shows
+
 try:
     import torch
     import torch.nn.functional as F

@@ -23,7 +23,8 @@ struct Rule {
   const char* why;
 };
 
-const std::vector<Rule>& rules();
+// The rules for an op: one table for the forward, one for the three backward ops.
+const std::vector<Rule>& rules(Op op);
 
 // The instance the rules pick among those of the problem's key that support it (tensors, when
 // given, for alignment); null when none does (nothing built for the key). *rule_why, if

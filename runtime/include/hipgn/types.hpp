@@ -56,8 +56,29 @@ template <> inline constexpr DataType dtype_of<f16_t> = DataType::f16;
 template <> inline constexpr DataType dtype_of<bf16_t> = DataType::bf16;
 
 namespace detail {
-HIPGN_HD std::uint32_t as_uint(float f) { std::uint32_t u; std::memcpy(&u, &f, 4); return u; }
-HIPGN_HD float as_float(std::uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
+// Bit casts: the device passes use their intrinsics (clang's HIP mode has no device memcpy).
+HIPGN_HD std::uint32_t as_uint(float f) {
+#if defined(HIPGN_DEVICE_PASS) && defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#elif defined(HIPGN_DEVICE_PASS)
+  return __builtin_bit_cast(std::uint32_t, f);
+#else
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+#endif
+}
+HIPGN_HD float as_float(std::uint32_t u) {
+#if defined(HIPGN_DEVICE_PASS) && defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#elif defined(HIPGN_DEVICE_PASS)
+  return __builtin_bit_cast(float, u);
+#else
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+#endif
+}
 
 // IEEE binary16 <-> binary32, round to nearest even; used on the host (the device pass uses
 // the hardware's conversion instructions).
