@@ -66,7 +66,8 @@ def case(n, c, h, w, g, layout, silu, dtype):
     if silu:
         y_ref = F.silu(y_ref)
     (y_ref * dy.float()).sum().backward()
-    _, mean_ref, rstd_ref = torch.ops.aten.native_group_norm(x.float(), gamma.float(), beta.float(), n, c, h * w, g, eps)
+    _, mean_ref, rstd_ref = torch.ops.aten.native_group_norm(x.float().contiguous(), gamma.float(), beta.float(), n, c,
+                                                              h * w, g, eps)
 
     p = Problem(op=OP["fwd"], n=n, c=c, groups=g, spatial_rank=2, x_dtype=DTYPE[dtype], gamma_dtype=DTYPE[dtype],
                 layout=1 if layout == "cl" else 0, act=1 if silu else 0, eps=eps, swish_beta=1.0)

@@ -30,6 +30,7 @@ inline const char* hipGetErrorString(hipError_t e) { return cudaGetErrorString(e
 inline hipError_t hipMalloc(void** p, size_t n) { return cudaMalloc(p, n); }
 template <typename T> inline hipError_t hipMalloc(T** p, size_t n) { return cudaMalloc(reinterpret_cast<void**>(p), n); }
 inline hipError_t hipFree(void* p) { return cudaFree(p); }
+inline hipError_t hipMemGetInfo(size_t* free_bytes, size_t* total) { return cudaMemGetInfo(free_bytes, total); }
 inline hipError_t hipMemcpy(void* d, const void* s, size_t n, hipMemcpyKind k) { return cudaMemcpy(d, s, n, k); }
 inline hipError_t hipMemcpyAsync(void* d, const void* s, size_t n, hipMemcpyKind k, hipStream_t st) { return cudaMemcpyAsync(d, s, n, k, st); }
 inline hipError_t hipMemset(void* d, int v, size_t n) { return cudaMemset(d, v, n); }

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs a built tree into a scratch prefix and builds and runs a separate project against it
+# through find_package(hipgn). Usage: scripts/check_install.sh [build dir]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+prefix=$(mktemp -d)
+trap 'rm -rf "$prefix"' EXIT
+cmake --install "$build" --prefix "$prefix/install" > /dev/null
+cmake -S tests/consumer -B "$prefix/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$prefix/install" > /dev/null
+cmake --build "$prefix/consumer" > /dev/null
+"$prefix/consumer/consumer"
+echo "check_install: find_package(hipgn) and link: ok"
