@@ -45,14 +45,21 @@ PRESETS = {
         ("split", 256, 2, 16),
     ],
 }
-PRESETS["full"] = sorted(set(PRESETS["default"]) | {
-    (family, block, vector, per_thread)
-    for family, block, vector, per_thread in itertools.product(
-        ("onchip", "looped", "split"), (64, 128, 256, 512, 1024), ("max", 2, 1), (1, 2, 4, 8, 16))
-    # registers: keep block * values per thread within the 64K-register file
-    if block * per_thread * (8 if vector == "max" else vector) <= 1024 * 32
-    and not (family == "looped" and per_thread > 8)
-}, key=str)
+
+
+def _full(default: list, values_per_thread: int, looped_per_thread: int) -> list:
+    """The default set and every configuration whose registers fit: block * values per thread
+    within `values_per_thread` * 1024 (of a 64K-register file)."""
+    return sorted(set(default) | {
+        (family, block, vector, per_thread)
+        for family, block, vector, per_thread in itertools.product(
+            ("onchip", "looped", "split"), (64, 128, 256, 512, 1024), ("max", 2, 1), (1, 2, 4, 8, 16))
+        if block * per_thread * (8 if vector == "max" else vector) <= 1024 * values_per_thread
+        and not (family == "looped" and per_thread > looped_per_thread)
+    }, key=str)
+
+
+PRESETS["full"] = _full(PRESETS["default"], 32, 8)
 
 # Backward (ops dx, dgb, bwd). The looped family walks a group one vector per thread at a
 # time, so per_thread is 1 there. Onchip holds x and dy in registers and stages per-channel
@@ -77,13 +84,7 @@ BWD_PRESETS = {
         ("split", 256, 2, 8),
     ],
 }
-BWD_PRESETS["full"] = sorted(set(BWD_PRESETS["default"]) | {
-    (family, block, vector, per_thread)
-    for family, block, vector, per_thread in itertools.product(
-        ("onchip", "looped", "split"), (64, 128, 256, 512, 1024), ("max", 2, 1), (1, 2, 4, 8, 16))
-    if block * per_thread * (8 if vector == "max" else vector) <= 1024 * 16
-    and not (family == "looped" and per_thread > 1)
-}, key=str)
+BWD_PRESETS["full"] = _full(BWD_PRESETS["default"], 16, 1)  # x and dy both in registers
 BWD_OPS = ("dx", "dgb", "bwd")
 
 

@@ -53,6 +53,11 @@ inline Problem make_problem(const Shape& s, DataType x, DataType gamma, Layout l
   return p;
 }
 
+// The (x, gamma) dtype pairs hipgn builds: gamma is x's dtype or fp32.
+inline constexpr DataType kDtypePairs[][2] = {{DataType::f32, DataType::f32}, {DataType::f16, DataType::f16},
+                                              {DataType::f16, DataType::f32}, {DataType::bf16, DataType::bf16},
+                                              {DataType::bf16, DataType::f32}};
+
 // A seed per run: fresh inputs every time, reproducible through HIPGN_TEST_SEED.
 unsigned test_seed();
 

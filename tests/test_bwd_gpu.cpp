@@ -62,10 +62,6 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(BwdInstance);  // a build of forwa
 INSTANTIATE_TEST_SUITE_P(All, BwdInstance, ::testing::ValuesIn(instance_names(true)),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
-const DataType kPairs[][2] = {{DataType::f32, DataType::f32}, {DataType::f16, DataType::f16},
-                              {DataType::f16, DataType::f32}, {DataType::bf16, DataType::bf16},
-                              {DataType::bf16, DataType::f32}};
-
 // Through the handle, with the saved statistics of our own forward.
 TEST(BwdDispatch, ForwardStatisticsFeedBackward) {
   HIPGN_REQUIRE_GPU();
@@ -74,7 +70,7 @@ TEST(BwdDispatch, ForwardStatisticsFeedBackward) {
   const Launch run = [&](const Problem& q, const Tensors& t) { return h->run(q, t); };
   int runs = 0;
   for (Op op : {Op::dx, Op::dgb, Op::bwd})
-    for (const auto& pair : kPairs)
+    for (const auto& pair : kDtypePairs)
       for (Layout layout : {Layout::channels_first, Layout::channels_last})
         for (Activation act : {Activation::none, Activation::swish}) {
           if (Registry::global().bucket({op, pair[0], pair[1], layout, act}).empty() ||

@@ -60,10 +60,6 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(FwdInstance);  // a build of backw
 INSTANTIATE_TEST_SUITE_P(All, FwdInstance, ::testing::ValuesIn(instance_names(false)),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
-const DataType kPairs[][2] = {{DataType::f32, DataType::f32}, {DataType::f16, DataType::f16},
-                              {DataType::f16, DataType::f32}, {DataType::bf16, DataType::bf16},
-                              {DataType::bf16, DataType::f32}};
-
 // The dispatch API: the heuristic's choice (and misaligned tensors, which only vector-1
 // instances accept) over the corpus, for every key this build has.
 TEST(FwdDispatch, HandleForwardOnCorpus) {
@@ -71,7 +67,7 @@ TEST(FwdDispatch, HandleForwardOnCorpus) {
   std::unique_ptr<Handle> h;
   ASSERT_TRUE(Handle::create(&h).ok());
   int runs = 0;
-  for (const auto& pair : kPairs)
+  for (const auto& pair : kDtypePairs)
     for (Layout layout : {Layout::channels_first, Layout::channels_last})
       for (Activation act : {Activation::none, Activation::swish}) {
         if (Registry::global().bucket({Op::fwd, pair[0], pair[1], layout, act}).empty()) continue;

@@ -82,23 +82,32 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_kernel(Params p
 }
 
 // Statistics of vectors [first, end) of a group, kPerThread vectors in flight per thread.
+// Vectors q0, q0 + B, ... (kPerThread of them, those below end) into registers: all loads
+// issued before any use, so they are in flight together.
+template <typename Traits>
+__device__ __forceinline__ void load_batch(const Params& p, const GroupView<Traits>& view, std::int64_t q0,
+                                           std::int64_t end, float (&v)[Traits::kPerThread][Traits::kVectorSize]) {
+  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, U = Traits::kPerThread;
+  const auto* x = static_cast<const typename Traits::XType*>(p.x);
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const std::int64_t q = q0 + std::int64_t(u) * B;
+    if (q < end) {
+      std::int64_t offset, channel;
+      view.locate(p, q, offset, channel);
+      load_vec<V>(x + offset, v[u]);
+    }
+  }
+}
+
 template <typename Traits>
 __device__ __forceinline__ Stats accumulate(const Params& p, const GroupView<Traits>& view,
                                             std::int64_t first, std::int64_t end) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, U = Traits::kPerThread;
-  const auto* x = static_cast<const typename Traits::XType*>(p.x);
   Stats s{0.f, 0.f, 0.f};
   for (std::int64_t q0 = first + threadIdx.x; q0 < end; q0 += std::int64_t(B) * U) {
     float v[U][V];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const std::int64_t q = q0 + std::int64_t(u) * B;
-      if (q < end) {
-        std::int64_t offset, channel;
-        view.locate(p, q, offset, channel);
-        load_vec<V>(x + offset, v[u]);
-      }
-    }
+    load_batch<Traits>(p, view, q0, end, v);
 #pragma unroll
     for (int u = 0; u < U; ++u)
       if (q0 + std::int64_t(u) * B < end) s = merge(s, vector_stats<V>(v[u]));
@@ -112,18 +121,9 @@ __device__ __forceinline__ void normalize_range(const Params& p, const GroupView
                                                 std::int64_t first, std::int64_t end, float mean,
                                                 float rstd) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, U = Traits::kPerThread;
-  const auto* x = static_cast<const typename Traits::XType*>(p.x);
   for (std::int64_t q0 = first + threadIdx.x; q0 < end; q0 += std::int64_t(B) * U) {
     float v[U][V];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const std::int64_t q = q0 + std::int64_t(u) * B;
-      if (q < end) {
-        std::int64_t offset, channel;
-        view.locate(p, q, offset, channel);
-        load_vec<V>(x + offset, v[u]);
-      }
-    }
+    load_batch<Traits>(p, view, q0, end, v);
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const std::int64_t q = q0 + std::int64_t(u) * B;
