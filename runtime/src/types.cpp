@@ -65,8 +65,11 @@ std::string Problem::to_string() const {
   return o.str();
 }
 
-Status validate(const Problem& p, const Tensors& t) {
-  auto bad = [](std::string m) { return Status::error(StatusCode::invalid_argument, std::move(m)); };
+namespace {
+Status bad(std::string m) { return Status::error(StatusCode::invalid_argument, std::move(m)); }
+}  // namespace
+
+Status validate(const Problem& p) {
   if (p.n < 1) return bad("N = " + std::to_string(p.n) + ": the batch must hold at least one sample");
   if (p.c < 1) return bad("C = " + std::to_string(p.c) + ": there must be at least one channel");
   for (std::size_t i = 0; i < p.spatial.size(); ++i)
@@ -89,6 +92,11 @@ Status validate(const Problem& p, const Tensors& t) {
   if (p.gamma_dtype != p.x_dtype && p.gamma_dtype != DataType::f32)
     return bad("gamma/beta dtype " + std::string(hipgn::to_string(p.gamma_dtype)) + " must be x's (" +
                std::string(hipgn::to_string(p.x_dtype)) + ") or f32");
+  return Status::success();
+}
+
+Status validate(const Problem& p, const Tensors& t) {
+  if (Status s = validate(p); !s.ok()) return s;
   if (!t.x) return bad("x is null");
   if (p.op == Op::fwd) {
     if (!t.y) return bad("y is null");

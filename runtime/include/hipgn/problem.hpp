@@ -54,5 +54,8 @@ struct Tensors {
 // Whether the problem and tensors are valid, independent of what was built: C % G, G >= 1,
 // sizes > 0, eps finite and > 0, gamma dtype x's or f32, and the op's tensors present.
 Status validate(const Problem&, const Tensors&);
+// The problem alone (sizes, types, eps), for callers that have no tensors yet: listing,
+// choosing an instance.
+Status validate(const Problem&);
 
 }  // namespace hipgn
