@@ -25,6 +25,7 @@ PRESETS = {
         ("onchip", 256, "max", 4),
         ("looped", 256, "max", 4),
         ("split", 256, "max", 8),
+        ("resident", 512, "max", 4),
     ],
     "default": [
         ("looped", 256, 1, 4),
@@ -43,6 +44,12 @@ PRESETS = {
         ("split", 256, "max", 4),
         ("split", 256, "max", 8),
         ("split", 256, 2, 16),
+        ("resident", 256, "max", 2),
+        ("resident", 256, "max", 4),
+        ("resident", 256, "max", 8),
+        ("resident", 512, "max", 2),
+        ("resident", 512, "max", 4),
+        ("resident", 512, "max", 8),
     ],
 }
 
@@ -53,7 +60,7 @@ def _full(default: list, values_per_thread: int, looped_per_thread: int) -> list
     return sorted(set(default) | {
         (family, block, vector, per_thread)
         for family, block, vector, per_thread in itertools.product(
-            ("onchip", "looped", "split"), (64, 128, 256, 512, 1024), ("max", 2, 1), (1, 2, 4, 8, 16))
+            ("onchip", "looped", "split", "resident"), (64, 128, 256, 512, 1024), ("max", 2, 1), (1, 2, 4, 8, 16))
         if block * per_thread * (8 if vector == "max" else vector) <= 1024 * values_per_thread
         and not (family == "looped" and per_thread > looped_per_thread)
     }, key=str)
@@ -89,6 +96,8 @@ BWD_OPS = ("dx", "dgb", "bwd")
 
 
 def _fits(op: str, layout: str, family: str, block: int, vector: int, per_thread: int) -> bool:
+    if family == "resident":
+        return op == "fwd"  # the backward's resident kernels are not written yet
     if op == "fwd" or family != "onchip":
         return True
     return block * per_thread * (vector if layout == "cl" else 1) <= 4096

@@ -31,6 +31,10 @@ FAMILIES = {
     # several workgroups per group (partial statistics through a workspace), for problems
     # with fewer groups than compute units
     "split": "hipgn::Family::split",
+    # a persistent grid; each slice of a group (channels-first) or of a sample's rows
+    # (channels-last) stays in registers from load to store, slices exchange statistics
+    # through the workspace: x read once, 16-byte accesses on any shape
+    "resident": "hipgn::Family::resident",
 }
 
 _NAME_RE = re.compile(

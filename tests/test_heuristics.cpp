@@ -59,36 +59,71 @@ bool built(Family f, DataType dt = DataType::f16) {
   return false;
 }
 
-TEST(Heuristics, FewLargeGroupsSplit) {
-  if (!built(Family::split)) GTEST_SKIP() << "no split instance in this build";
-  // Stable Diffusion 1.5 at 64x64, N=2, G=32: 64 groups of 40960 elements on 132 SMs
-  const Instance* inst = choose({2, 320, {64, 64}, 32}, Layout::channels_first);
-  ASSERT_NE(inst, nullptr);
-  EXPECT_EQ(inst->spec().family, Family::split) << inst->name();
-  EXPECT_EQ(inst->spec().vector, 8) << "16-byte accesses where the shape allows";
+bool built_resident(Layout layout) {
+  for (const Instance* i : Registry::global().bucket({Op::fwd, DataType::f16, DataType::f16, layout, Activation::swish}))
+    if (i->spec().family == Family::resident) return true;
+  return false;
 }
 
-TEST(Heuristics, SmallGroupsStayOnChip) {
-  if (!built(Family::onchip)) GTEST_SKIP() << "no onchip instance in this build";
-  // ResNet-50-GN at N=32: 1024 groups of 25088 elements; SD 8x8: 64 groups of 2560
-  std::int64_t capacity = 0;  // the largest group this build holds on chip
-  for (const Instance* i : Registry::global().bucket({Op::fwd, DataType::f16, DataType::f16, Layout::channels_first,
-                                                       Activation::swish}))
-    if (i->spec().family == Family::onchip && i->spec().vector == 8) capacity = std::max(capacity, i->spec().chunk_elements());
-  for (const Shape& s : {Shape{32, 256, {56, 56}, 32}, Shape{2, 1280, {8, 8}, 32}}) {
-    if ((s.c / s.groups) * s.spatial[0] * s.spatial[1] > capacity) continue;  // a smaller preset
+// Whether some built instance of family f supports the problem (presets differ in reach).
+bool reaches(Family f, const Shape& s, Layout layout) {
+  const Problem p = make_problem(s, DataType::f16, DataType::f16, layout, Activation::swish);
+  for (const Instance* i : Registry::global().bucket(Key::of(p)))
+    if (i->spec().family == f && i->supports(p, nullptr, nullptr, kH100.compute_units)) return true;
+  return false;
+}
+
+TEST(Heuristics, ChannelsFirstForwardIsResident) {
+  if (!built_resident(Layout::channels_first)) GTEST_SKIP() << "no resident instance in this build";
+  // SD 64x64 C=320 (64 groups of 40960), ResNet 56x56 (1024 of 25088), 512 groups of 4M
+  for (const Shape& s : {Shape{2, 320, {64, 64}, 32}, Shape{32, 256, {56, 56}, 32}, Shape{16, 1024, {1024, 128}, 32}}) {
+    if (!reaches(Family::resident, s, Layout::channels_first)) continue;  // a smaller preset
     const Instance* inst = choose(s, Layout::channels_first);
     ASSERT_NE(inst, nullptr);
-    EXPECT_EQ(inst->spec().family, Family::onchip) << inst->name();
-    EXPECT_GE(inst->spec().chunk_elements(), (s.c / s.groups) * s.spatial[0] * s.spatial[1]);
+    EXPECT_EQ(inst->spec().family, Family::resident) << inst->name();
+    EXPECT_EQ(inst->spec().vector, 8) << "16-byte accesses where the shape allows";
   }
 }
 
-TEST(Heuristics, ManyHugeGroupsLoop) {
-  // 512 groups of 4M elements: too many to split, too large for registers
-  const Instance* inst = choose({16, 1024, {1024, 128}, 32}, Layout::channels_first);
+TEST(Heuristics, ResidentHoldsAGroupInOneSliceWhenItCan) {
+  if (!built_resident(Layout::channels_first)) GTEST_SKIP() << "no resident instance in this build";
+  // ResNet 7x7 C=2048: groups of 3136; the smallest instance that holds one wins
+  const Problem p = make_problem({32, 2048, {7, 7}, 32}, DataType::f16, DataType::f16, Layout::channels_first,
+                                 Activation::swish);
+  const Instance* inst = heuristic_choice(Registry::global(), kH100, p);
   ASSERT_NE(inst, nullptr);
-  EXPECT_EQ(inst->spec().family, Family::looped) << inst->name();
+  ASSERT_EQ(inst->spec().family, Family::resident);
+  EXPECT_GE(inst->spec().chunk_elements() * inst->spec().vector, p.group_elements());
+  for (const Instance* i : Registry::global().bucket(Key::of(p)))
+    if (i->spec().family == Family::resident && i->spec().vector == 8 &&
+        i->spec().chunk_elements() * 8 >= p.group_elements())
+      EXPECT_LE(inst->spec().chunk_elements(), i->spec().chunk_elements()) << i->name();
+}
+
+TEST(Heuristics, SmallChannelsLastGroupsStayOnChip) {
+  if (!built(Family::onchip)) GTEST_SKIP() << "no onchip instance in this build";
+  // SD 16x16 C=1280 (10240-element groups), ResNet 7x7 C=2048 (3136): a workgroup per group
+  for (const Shape& s : {Shape{2, 1280, {16, 16}, 32}, Shape{32, 2048, {7, 7}, 32}}) {
+    if (!reaches(Family::onchip, s, Layout::channels_last)) continue;  // a smaller preset
+    const Instance* inst = choose(s, Layout::channels_last);
+    ASSERT_NE(inst, nullptr);
+    EXPECT_EQ(inst->spec().family, Family::onchip) << inst->name();
+  }
+}
+
+TEST(Heuristics, LargeChannelsLastGroupsAreResident) {
+  if (!reaches(Family::resident, {2, 320, {64, 64}, 32}, Layout::channels_last))
+    GTEST_SKIP() << "no resident instance of this build reaches SD 64x64 channels-last";
+  const Instance* inst = choose({2, 320, {64, 64}, 32}, Layout::channels_last);
+  ASSERT_NE(inst, nullptr);
+  EXPECT_EQ(inst->spec().family, Family::resident) << inst->name();
+}
+
+TEST(Heuristics, ChannelsLastSamplesTooLargeForResidentSplit) {
+  // VAE 256x256 C=512: one 32M-element sample needs more workgroups at once than a GPU holds
+  const Instance* inst = choose({1, 512, {256, 256}, 32}, Layout::channels_last);
+  ASSERT_NE(inst, nullptr);
+  EXPECT_NE(inst->spec().family, Family::resident) << inst->name();
 }
 
 TEST(Heuristics, MisalignedTensorsGetVectorOne) {

@@ -76,7 +76,7 @@ const Instance* Handle::choose(const Problem& p, const Tensors* tensors, Status*
     const auto it = tuned_.find(p.to_string());
     if (it != tuned_.end()) {
       const Instance* inst = registry().find(it->second);
-      if (inst && inst->supports(p, tensors)) return inst;  // else (say, misaligned) fall through
+      if (inst && inst->supports(p, tensors, nullptr, info_.compute_units)) return inst;  // else (say, misaligned) fall through
     }
   }
   const Instance* inst = heuristic_choice(registry(), info_, p, tensors);
@@ -93,7 +93,7 @@ Status Handle::set_tuned(const Problem& p, const std::string& instance) {
   const Instance* inst = registry().find(instance);
   if (!inst) return Status::error(StatusCode::unknown_instance, "no instance named " + instance + " in this build");
   std::string why;
-  if (!inst->supports(p, nullptr, &why))
+  if (!inst->supports(p, nullptr, &why, info_.compute_units))
     return Status::error(StatusCode::not_supported, instance + " does not support " + p.to_string() + ": " + why);
   std::lock_guard<std::mutex> lock(mutex_);
   tuned_[p.to_string()] = instance;
@@ -126,7 +126,7 @@ Status Handle::run(const Problem& p, const Tensors& t, hipStream_t stream, const
       return Status::error(StatusCode::unknown_instance,
                            "no instance named " + instance + " in this build (hipgn_profiler --list lists them)");
     std::string why;
-    if (!inst->supports(p, &t, &why))
+    if (!inst->supports(p, &t, &why, info_.compute_units))
       return Status::error(StatusCode::not_supported, instance + " does not support " + p.to_string() + ": " + why);
   } else {
     inst = choose(p, &t, &s);

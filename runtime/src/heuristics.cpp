@@ -1,13 +1,26 @@
 // Dispatch rules: data first, then the short function that reads them.
 #include "hipgn/heuristics.hpp"
 
+#include <algorithm>
 #include <limits>
+#include <utility>
 
 namespace hipgn {
 
 const std::vector<Rule>& rules(Op op) {
   constexpr double kAny = std::numeric_limits<double>::infinity();
   static const std::vector<Rule> forward = {
+      // Channels-last groups of up to 16K elements: one workgroup per group, which holds it in
+      // registers, beats the resident family's per-sample exchange. Measured on an H100, fp16
+      // SiLU, L2-cold (bench/NOTES.md, "resident, first measurements"): SD 16x16 C=1280
+      // (10240-element groups) onchip 7.8 us against resident 50 us; ResNet 7x7 C=2048 (3136)
+      // 11.4 against 25; but ResNet 56x56 C=256 (25088) resident 105 against onchip 134.
+      {Family::onchip, kAny, 0, "channels-last groups of up to 16K elements: a workgroup per group",
+       16384, Rule::kChannelsLast},
+      // x crosses memory once in and y once out at 16 bytes an access, on any shape the
+      // family supports (resident_fwd.hpp); the other families read x twice or narrowly. The
+      // fastest channels-first instance on every suite shape measured.
+      {Family::resident, kAny, 0, "resident: x read once, 16-byte accesses, statistics exchanged on chip"},
       // Fewer groups than compute units: one workgroup per group leaves most of them idle
       // (Stable Diffusion at N=2, G=32 is 64 groups on 132 SMs). Below 16K elements a group
       // is a few waves of loads and splitting it costs more (a second launch, partials) than
@@ -31,6 +44,46 @@ const std::vector<Rule>& rules(Op op) {
 }
 
 namespace {
+// Resident instances, measured on an H100 (fp16 SiLU, L2-cold; bench/NOTES.md):
+//  1. a group or sample in one slice when some instance holds it: no exchange at all, and the
+//     smallest that does leaves the fewest threads idle (ResNet 7x7 C=2048: 256 x 2 vectors
+//     15.5 us, 512 x 8: 37 us; ResNet 56x56: 512 x 8 holds 25088, 57 us);
+//  2. else workgroups of 256 threads, two or three to a compute unit, so that one's exchange
+//     overlaps another's loads (VAE 256x256 C=512: 256 x 8, 111.7 us, 512 x 8, 116.3), and
+//     among them the largest slice that still makes two items a compute unit (SD 64x64
+//     C=320: 256 x 4 with 320 items, 16.0 us, 256 x 8 with 192, 16.6 us).
+struct ResidentFit {
+  std::int64_t slices, items;
+};
+ResidentFit resident_fit(const InstanceSpec& s, const Problem& p) {
+  const std::int64_t v = s.vector, chunk = std::int64_t(s.block) * s.per_thread;
+  if (p.layout == Layout::channels_first) {
+    const std::int64_t slices = std::max<std::int64_t>(1, (p.group_elements() / v + chunk - 1) / chunk);
+    return {slices, p.num_groups() * slices};
+  }
+  const std::int64_t lanes = std::max<std::int64_t>(1, s.block / std::max<std::int64_t>(1, p.c / v));
+  const std::int64_t slices = (p.spatial_size() + lanes * s.per_thread - 1) / (lanes * s.per_thread);
+  return {slices, p.n * slices};
+}
+
+bool better_resident(const Instance& a, const Instance& b, const Problem& p, int cus) {
+  const InstanceSpec &x = a.spec(), &y = b.spec();
+  if (x.vector != y.vector) return x.vector > y.vector;
+  const ResidentFit fa = resident_fit(x, p), fb = resident_fit(y, p);
+  const bool one_a = fa.slices == 1, one_b = fb.slices == 1;
+  if (one_a != one_b) return one_a;
+  if (one_a) {
+    if (x.chunk_elements() != y.chunk_elements()) return x.chunk_elements() < y.chunk_elements();
+    return x.block < y.block;
+  }
+  if ((x.block == 256) != (y.block == 256)) return x.block == 256;
+  const bool two_a = fa.items >= 2 * cus, two_b = fb.items >= 2 * cus;
+  if (two_a != two_b) return two_a;
+  if (x.chunk_elements() != y.chunk_elements())
+    return two_a ? x.chunk_elements() > y.chunk_elements() : x.chunk_elements() < y.chunk_elements();
+  return x.block < y.block;
+}
+
 // Within a rule's family, is a better than b for this problem?
 bool better(const Instance& a, const Instance& b) {
   const InstanceSpec &x = a.spec(), &y = b.spec();
@@ -51,6 +104,8 @@ bool better(const Instance& a, const Instance& b) {
       // more loads in flight per workgroup hide more latency
       if (x.chunk_elements() != y.chunk_elements()) return x.chunk_elements() > y.chunk_elements();
       return x.block < y.block;
+    case Family::resident:
+      break;  // better_resident
   }
   return false;
 }
@@ -62,11 +117,15 @@ const Instance* heuristic_choice(const Registry& reg, const DeviceInfo& dev, con
   const int cus = dev.compute_units > 0 ? dev.compute_units : DeviceInfo::kAssumedComputeUnits;
   const double groups_per_cu = double(p.num_groups()) / cus;
   for (const Rule& rule : rules(p.op)) {
-    if (groups_per_cu >= rule.max_groups_per_cu || p.group_elements() < rule.min_group_elements) continue;
+    if (groups_per_cu >= rule.max_groups_per_cu || p.group_elements() < rule.min_group_elements ||
+        p.group_elements() > rule.max_group_elements || !(rule.layouts & (1 << int(p.layout))))
+      continue;
     const Instance* best = nullptr;
-    for (const Instance* inst : bucket)
-      if (inst->spec().family == rule.family && inst->supports(p, tensors) && (!best || better(*inst, *best)))
+    for (const Instance* inst : bucket) {
+      if (inst->spec().family != rule.family || !inst->supports(p, tensors, nullptr, cus)) continue;
+      if (!best || (rule.family == Family::resident ? better_resident(*inst, *best, p, cus) : better(*inst, *best)))
         best = inst;
+    }
     if (best) {
       if (rule_why) *rule_why = rule.why;
       return best;

@@ -1,6 +1,7 @@
 // Instance names (the grammar of codegen/spec.py), support checks, workspace and launch.
 #include "hipgn/instance.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <tuple>
@@ -64,7 +65,31 @@ std::int64_t cols(const Problem& p) {
   return p.layout == Layout::channels_first ? p.spatial_size() : p.channels_per_group();
 }
 constexpr std::int64_t kMaxSlices = 65535;  // the grid's y limit on both vendors
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::uintptr_t address(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
 }  // namespace
+
+// The resident family's shape of a problem (kernels/include/hipgn/kernels/resident_fwd.hpp).
+// Channels-first: a unit is a group, a slice block * per_thread body vectors. Channels-last: a
+// unit is a sample, a slice row_lanes * per_thread whole rows.
+struct Instance::ResidentShape {
+  std::int64_t units = 0, slices = 0;
+  int row_lanes = 0;
+};
+
+Instance::ResidentShape Instance::resident_shape(const Problem& p) const {
+  ResidentShape r;
+  const std::int64_t v = spec_.vector;
+  if (p.layout == Layout::channels_first) {
+    r.units = p.num_groups();
+    r.slices = std::max<std::int64_t>(1, ceil_div(p.group_elements() / v, std::int64_t(spec_.block) * spec_.per_thread));
+  } else {
+    r.units = p.n;
+    r.row_lanes = int(std::max<std::int64_t>(1, spec_.block / std::max<std::int64_t>(1, p.c / v)));
+    r.slices = ceil_div(p.spatial_size(), std::int64_t(r.row_lanes) * spec_.per_thread);
+  }
+  return r;
+}
 
 int Instance::slices(const Problem& p) const {
   const std::int64_t chunk = spec_.chunk_elements();
@@ -72,12 +97,13 @@ int Instance::slices(const Problem& p) const {
   return s > kMaxSlices ? -1 : int(s);
 }
 
-bool Instance::supports(const Problem& p, const Tensors* t, std::string* why) const {
+bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, int compute_units) const {
   auto no = [why](std::string m) {
     if (why) *why = std::move(m);
     return false;
   };
   if (!(spec_.key() == Key::of(p))) return no("functional key " + Key::of(p).to_string() + " differs");
+  if (spec_.family == Family::resident) return supports_resident(p, t, no, compute_units);
   if (p.num_groups() > INT_MAX) return no("N*G exceeds the grid's 2^31-1 workgroups");
   const int v = spec_.vector;
   if (v > 1) {
@@ -100,7 +126,54 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why) co
   return true;
 }
 
+template <typename No>
+bool Instance::supports_resident(const Problem& p, const Tensors* t, No no, int compute_units) const {
+  const std::int64_t v = spec_.vector, elem = std::int64_t(size_of(p.x_dtype));
+  const ResidentShape r = resident_shape(p);
+  // Slices of a unit wait for each other, so they must be resident together: one workgroup per
+  // compute unit always fits, more depends on occupancy, which only the launch knows.
+  const int cus = compute_units > 0 ? compute_units : kDefaultComputeUnits;
+  if (r.slices > cus)
+    return no("a " + std::string(p.layout == Layout::channels_first ? "group" : "sample") + " needs " +
+              std::to_string(r.slices) + " workgroups at once, more than the " + std::to_string(cus) +
+              " compute units hold");
+  if (p.layout == Layout::channels_first) {
+    // the staged scale/shift: channels one slice touches
+    const std::int64_t slice = std::int64_t(spec_.block) * spec_.per_thread * v;
+    const std::int64_t touched = std::min(p.channels_per_group(), slice / p.spatial_size() + 2);
+    if (touched > kResidentStageChannels)
+      return no("a slice touches " + std::to_string(touched) + " channels, more than the " +
+                std::to_string(kResidentStageChannels) + " staged");
+    // x and y are read and written with the same 16-byte phase: the head peels both
+    if (t && t->x && t->y && (address(t->x) % (v * elem)) != (address(t->y) % (v * elem)))
+      return no("x and y differ in alignment modulo " + std::to_string(v * elem) + " bytes");
+    if (t && ((t->x && address(t->x) % elem) || (t->y && address(t->y) % elem)))
+      return no("x or y is not aligned to its element size");
+    return true;
+  }
+  if (p.c % v != 0) return no("C " + std::to_string(p.c) + " is not a multiple of the vector " + std::to_string(v));
+  if (p.c / v > spec_.block)
+    return no("C/" + std::to_string(v) + " = " + std::to_string(p.c / v) + " vectors a row exceed the block of " +
+              std::to_string(spec_.block));
+  const std::int64_t smem = resident_cl_smem_floats(p.c, p.groups, r.row_lanes) * 4;
+  if (smem + resident_stage_bytes(spec_.block, spec_.per_thread) > kResidentMaxSmem)
+    return no("C and G need " + std::to_string(smem) + " bytes of shared memory beside the stages, more than " +
+              std::to_string(kResidentMaxSmem) + " in all");
+  const std::size_t align = std::size_t(v * elem);
+  if (t && ((address(t->x) % align) || (address(t->y) % align)))
+    return no("x or y is not aligned to " + std::to_string(align) + " bytes");
+  return true;
+}
+
 std::size_t Instance::workspace_bytes(const Problem& p) const {
+  if (spec_.family == Family::resident) {
+    const ResidentShape r = resident_shape(p);
+    if (r.slices == 1) return 0;
+    // arrival counters, padded to 16 bytes, then the partials (mean, M2) of every slice
+    const std::size_t counters = (std::size_t(r.units) * 4 + 15) / 16 * 16;
+    const std::size_t per_slice = p.layout == Layout::channels_first ? 2 : 2 * std::size_t(p.groups);
+    return counters + std::size_t(r.units) * std::size_t(r.slices) * per_slice * sizeof(float);
+  }
   if (p.op == Op::fwd)
     return spec_.family == Family::split ? std::size_t(p.num_groups()) * std::size_t(slices(p)) * 3 * sizeof(float) : 0;
   // backward: the per-(n, c) sums S1, S2; op dx needs them only to carry A, B across the
@@ -138,6 +211,24 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
   k.slices = spec_.family == Family::split ? slices(p) : 1;
   k.eps = p.eps;
   k.swish_beta = p.swish_beta;
+  if (spec_.family == Family::resident) {
+    const ResidentShape r = resident_shape(p);
+    k.slices = std::int32_t(r.slices);
+    k.items = r.units * r.slices;
+    k.slices_div = FastDivmod::make(std::uint64_t(r.slices));
+    k.groups_div = FastDivmod::make(std::uint64_t(p.groups));
+    k.cpg_div = FastDivmod::make(std::uint64_t(cg));
+    k.group_elements = p.group_elements();
+    k.spatial_size = hw;
+    k.spatial = FastDivmod::make(std::uint64_t(hw));
+    k.slice_vectors = spec_.block * spec_.per_thread;
+    k.row_lanes = r.row_lanes;
+    k.phase = int((address(t.x) / size_of(p.x_dtype)) % std::uintptr_t(spec_.vector));
+    if (r.slices > 1) {
+      k.counters = static_cast<std::uint32_t*>(workspace);
+      k.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + (std::size_t(r.units) * 4 + 15) / 16 * 16);
+    }
+  }
   if (workspace_bytes(p) && !workspace) return Status::error(StatusCode::invalid_argument, name_ + " needs a workspace");
   const hipError_t e = launch_(k, stream);
   if (e != hipSuccess)

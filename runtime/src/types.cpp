@@ -19,7 +19,7 @@ constexpr std::string_view kOps[] = {"fwd", "dx", "dgb", "bwd"};
 constexpr std::string_view kDtypes[] = {"f32", "f16", "bf16"};
 constexpr std::string_view kLayouts[] = {"cf", "cl"};
 constexpr std::string_view kActs[] = {"none", "swish"};
-constexpr std::string_view kFamilies[] = {"onchip", "looped", "split"};
+constexpr std::string_view kFamilies[] = {"onchip", "looped", "split", "resident"};
 }  // namespace
 
 std::string_view to_string(Op v) { return kOps[int(v)]; }

@@ -2,6 +2,8 @@
 // behind its thresholds) and a short function that reads it.
 #pragma once
 
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -13,7 +15,7 @@ struct DeviceInfo {
   std::string name = "none";
   int compute_units = 0;  // 0: unknown (no GPU); rules then assume kAssumedComputeUnits
   int warp_size = 32;
-  static constexpr int kAssumedComputeUnits = 132;  // an H100/H200 SXM: our reference GPU
+  static constexpr int kAssumedComputeUnits = kDefaultComputeUnits;
 };
 
 struct Rule {
@@ -21,6 +23,9 @@ struct Rule {
   double max_groups_per_cu;           // the rule applies while N*G / CUs is below this
   std::int64_t min_group_elements;    // and the group holds at least this many elements
   const char* why;
+  std::int64_t max_group_elements = std::numeric_limits<std::int64_t>::max();  // and at most this many
+  int layouts = kAnyLayout;           // and the layout is one of these (bits of Layout)
+  static constexpr int kAnyLayout = 3, kChannelsFirst = 1, kChannelsLast = 2;
 };
 
 // The rules for an op: one table for the forward, one for the three backward ops.

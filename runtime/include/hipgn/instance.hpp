@@ -49,6 +49,9 @@ struct InstanceSpec {
 
 using LaunchFn = hipError_t (*)(const Params&, hipStream_t);
 
+// Compute units assumed where no device was asked (listing without a GPU): an H100/H200 SXM.
+inline constexpr int kDefaultComputeUnits = 132;
+
 class Instance {
  public:
   Instance(const InstanceSpec& spec, LaunchFn launch) : spec_(spec), name_(spec.name()), launch_(launch) {}
@@ -58,13 +61,20 @@ class Instance {
   // Whether this instance computes the problem. Tensors, when given, are checked for the
   // alignment vector access needs; without them 16-byte-aligned pointers are assumed. On
   // false, *why (if given) says which constraint failed.
-  bool supports(const Problem&, const Tensors* tensors = nullptr, std::string* why = nullptr) const;
+  // compute_units: the device's (0: kDefaultComputeUnits), which bounds how many workgroups
+  // may wait for each other.
+  bool supports(const Problem&, const Tensors* tensors = nullptr, std::string* why = nullptr,
+                int compute_units = 0) const;
   std::size_t workspace_bytes(const Problem&) const;
   // Launches on stream. The caller validated the problem and checked supports().
   Status run(const Problem&, const Tensors&, void* workspace, hipStream_t stream) const;
 
  private:
   int slices(const Problem&) const;
+  struct ResidentShape;
+  ResidentShape resident_shape(const Problem&) const;
+  template <typename No>
+  bool supports_resident(const Problem&, const Tensors*, No no, int compute_units) const;
   InstanceSpec spec_;
   std::string name_;
   LaunchFn launch_;

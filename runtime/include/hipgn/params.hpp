@@ -63,10 +63,55 @@ struct Params {
   std::int64_t row_stride;         // a group is rows x cols; channels-first: spatial, last: C
   std::int64_t vectors;            // vectors in one group: rows * cols / vector
   FastDivmod vectors_per_row;      // cols / vector
-  std::int32_t num_groups;         // N * G: the grid's x
-  std::int32_t slices;             // split family: workgroups per group
+  std::int32_t num_groups;         // N * G: the grid's x (families with a grid of groups)
+  std::int32_t slices;             // split: workgroups per group; resident: slices per unit
   float eps;
   float swish_beta;
+
+  // The resident family: a persistent grid walks items = units x slices, a unit being a group
+  // (channels-first) or a sample (channels-last); the slices of a unit exchange partial
+  // statistics through `partials`, counting arrivals in `counters` (zeroed by the launcher).
+  std::int64_t items;
+  FastDivmod slices_div;           // item -> (unit, slice) without a 64-bit division
+  FastDivmod groups_div;           // group -> (sample, group of the sample)
+  FastDivmod cpg_div;              // channel -> its group (C/G)
+  std::int64_t group_elements;     // M = C/G * spatial
+  std::int64_t spatial_size;       // HW
+  FastDivmod spatial;              // channels-first: channel of a group-relative element
+  std::int32_t slice_vectors;      // channels-first: body vectors per slice (block * per_thread)
+  std::int32_t row_lanes;          // channels-last: rows a workgroup covers at once
+  std::int32_t phase;              // channels-first: (x's address / element size) % vector
+  std::uint32_t* counters;
+  float* partials;
 };
+
+// The resident family's limits and shapes, shared by the runtime (support, workspace, launch
+// shape) and the kernels.
+// Channels staged per channels-first item: a slice touches at most min(C/G, its elements / HW
+// + 2) channels.
+inline constexpr int kResidentStageChannels = 1024;
+// Dynamic shared memory a resident workgroup may ask for: what every sm_90 part and AMD's
+// 64 KB LDS (the register path asks for no stages) leave after the static arrays.
+inline constexpr std::int64_t kResidentMaxSmem = 160 * 1024;
+// Channels-last shared memory, in floats: per-lane channel means and M2 (2 x row_lanes x C;
+// the first, at least 2 x C, later holds scale and shift), per-group statistics (2 x G) and
+// gamma, beta (2 x C).
+HIPGN_HD std::int64_t resident_cl_smem_floats(std::int64_t c, std::int64_t groups, std::int64_t row_lanes) {
+  return 2 * (row_lanes > 2 ? row_lanes : 2) * c + 2 * groups + 2 * c;
+}
+// The two shared-memory stages of the bulk-copy path (kernels/include/hipgn/kernels/bulk.hpp):
+// NVIDIA builds target sm_90, which has it; AMD takes the register path and needs none.
+HIPGN_HD std::int64_t resident_stage_bytes(int block, int per_thread) {
+#if defined(HIPGN_PLATFORM_AMD)
+  return 0 * block * per_thread;
+#else
+  return 2 * std::int64_t(block) * per_thread * 16;
+#endif
+}
+// Channels-last workgroups are row_lanes x (C / V) threads, rounded up to whole wavefronts of
+// 64 (a multiple of every target's wavefront).
+HIPGN_HD int resident_cl_block(std::int64_t c, int vector, int row_lanes) {
+  return int((std::int64_t(row_lanes) * (c / vector) + 63) / 64 * 64);
+}
 
 }  // namespace hipgn

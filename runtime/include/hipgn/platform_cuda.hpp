@@ -11,10 +11,15 @@ using hipStream_t = cudaStream_t;
 using hipEvent_t = cudaEvent_t;
 using hipDeviceProp_t = cudaDeviceProp;
 using hipMemcpyKind = cudaMemcpyKind;
+using hipFuncAttribute = cudaFuncAttribute;
+using hipDeviceAttribute_t = cudaDeviceAttr;
 
 inline constexpr hipError_t hipSuccess = cudaSuccess;
 inline constexpr hipError_t hipErrorInvalidValue = cudaErrorInvalidValue;
 inline constexpr hipError_t hipErrorNoDevice = cudaErrorNoDevice;
+inline constexpr hipFuncAttribute hipFuncAttributeMaxDynamicSharedMemorySize = cudaFuncAttributeMaxDynamicSharedMemorySize;
+inline constexpr hipDeviceAttribute_t hipDeviceAttributeMultiprocessorCount = cudaDevAttrMultiProcessorCount;
+inline constexpr hipDeviceAttribute_t hipDeviceAttributeCooperativeLaunch = cudaDevAttrCooperativeLaunch;
 inline constexpr hipMemcpyKind hipMemcpyHostToDevice = cudaMemcpyHostToDevice;
 inline constexpr hipMemcpyKind hipMemcpyDeviceToHost = cudaMemcpyDeviceToHost;
 inline constexpr hipMemcpyKind hipMemcpyDeviceToDevice = cudaMemcpyDeviceToDevice;
@@ -38,6 +43,16 @@ inline hipError_t hipMemsetAsync(void* d, int v, size_t n, hipStream_t st) { ret
 inline hipError_t hipStreamCreate(hipStream_t* s) { return cudaStreamCreate(s); }
 inline hipError_t hipStreamDestroy(hipStream_t s) { return cudaStreamDestroy(s); }
 inline hipError_t hipStreamSynchronize(hipStream_t s) { return cudaStreamSynchronize(s); }
+inline hipError_t hipDeviceGetAttribute(int* v, hipDeviceAttribute_t a, int d) { return cudaDeviceGetAttribute(v, a, d); }
+// Kernels are passed as function pointers (HIP's spelling); CUDA's templates take them as-is.
+inline hipError_t hipFuncSetAttribute(const void* f, hipFuncAttribute a, int v) { return cudaFuncSetAttribute(f, a, v); }
+inline hipError_t hipOccupancyMaxActiveBlocksPerMultiprocessor(int* n, const void* f, int block, size_t smem) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(n, f, block, smem);
+}
+inline hipError_t hipLaunchCooperativeKernel(const void* f, dim3 grid, dim3 block, void** args, unsigned smem,
+                                             hipStream_t s) {
+  return cudaLaunchCooperativeKernel(f, grid, block, args, smem, s);
+}
 inline hipError_t hipEventCreate(hipEvent_t* e) { return cudaEventCreate(e); }
 inline hipError_t hipEventDestroy(hipEvent_t e) { return cudaEventDestroy(e); }
 inline hipError_t hipEventRecord(hipEvent_t e, hipStream_t s = nullptr) { return cudaEventRecord(e, s); }

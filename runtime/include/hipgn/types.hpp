@@ -20,6 +20,7 @@
 #endif
 
 #if defined(HIPGN_DEVICE_PASS) && defined(__CUDA_ARCH__)
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #endif
 
@@ -32,7 +33,7 @@ enum class DataType : int { f32 = 0, f16 = 1, bf16 = 2 };
 enum class Layout : int { channels_first = 0, channels_last = 1 };
 enum class Activation : int { none = 0, swish = 1 };
 // Kernel families; see kernels/include/hipgn/kernels/groupnorm_fwd.hpp.
-enum class Family : int { onchip = 0, looped = 1, split = 2 };
+enum class Family : int { onchip = 0, looped = 1, split = 2, resident = 3 };
 
 // Short names: the same spellings as codegen/spec.py's tables, used in instance names.
 std::string_view to_string(Op);
@@ -130,7 +131,13 @@ HIPGN_HD float to_float(f16_t v) {
 
 template <typename T> HIPGN_HD T from_float(float v);
 template <> HIPGN_HD float from_float<float>(float v) { return v; }
-template <> HIPGN_HD bf16_t from_float<bf16_t>(float v) { return bf16_t{detail::f32_to_bf16_bits(v)}; }
+template <> HIPGN_HD bf16_t from_float<bf16_t>(float v) {
+#if defined(HIPGN_DEVICE_PASS) && defined(__CUDA_ARCH__)
+  return bf16_t{__bfloat16_as_ushort(__float2bfloat16_rn(v))};  // one instruction; NaN stays NaN
+#else
+  return bf16_t{detail::f32_to_bf16_bits(v)};
+#endif
+}
 template <> HIPGN_HD f16_t from_float<f16_t>(float v) {
 #if defined(HIPGN_DEVICE_PASS) && defined(__CUDA_ARCH__)
   return f16_t{__half_as_ushort(__float2half_rn(v))};

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "hipgn/params.hpp"
 #include "hipgn/platform.hpp"
@@ -49,8 +50,9 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-// The sum over the workgroup, returned to every thread. Safe to call repeatedly: the first
-// barrier keeps a new call's writes behind the previous call's reads.
+// The sum over the workgroup, returned to every thread. kBlock is the largest workgroup the
+// kernel is launched with; the launch may use fewer whole wavefronts (blockDim.x). Safe to
+// call repeatedly: the first barrier keeps a new call's writes behind the previous call's reads.
 template <int kBlock>
 __device__ __forceinline__ float block_sum(float v) {
   constexpr int kWarps = kBlock / kWarpSize;
@@ -59,11 +61,12 @@ __device__ __forceinline__ float block_sum(float v) {
   __shared__ float total;
   v = warp_sum(v);
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int warps = int(blockDim.x) / kWarpSize;
   __syncthreads();
   if (lane == 0) partial[warp] = v;
   __syncthreads();
   if (warp == 0) {
-    float t = lane < kWarps ? partial[lane] : 0.f;
+    float t = lane < warps ? partial[lane] : 0.f;
     t = warp_sum(t);
     if (lane == 0) total = t;
   }
@@ -81,6 +84,7 @@ __device__ __forceinline__ void block_sum_array(float (&v)[K]) {
 #pragma unroll
   for (int k = 0; k < K; ++k) v[k] = warp_sum(v[k]);
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int warps = int(blockDim.x) / kWarpSize;
   __syncthreads();
   if (lane == 0)
 #pragma unroll
@@ -89,7 +93,7 @@ __device__ __forceinline__ void block_sum_array(float (&v)[K]) {
   if (warp == 0) {
 #pragma unroll
     for (int k = 0; k < K; ++k) {
-      float t = lane < kWarps ? partial[k][lane] : 0.f;
+      float t = lane < warps ? partial[k][lane] : 0.f;
       t = warp_sum(t);
       if (lane == 0) total[k] = t;
     }
@@ -108,7 +112,9 @@ struct Stats {
 __device__ __forceinline__ Stats merge(Stats a, Stats b) {
   const float n = a.n + b.n;
   if (n == 0.f) return a;
-  const float d = b.mean - a.mean, wb = b.n / n;
+  // counts are integers held exactly: the fast reciprocal's 2^-23 error is all the division
+  // adds, against ten instructions for an IEEE one in every merge of every reduction
+  const float d = b.mean - a.mean, wb = __fdividef(b.n, n);
   return {n, a.mean + d * wb, a.m2 + b.m2 + d * d * a.n * wb};
 }
 
@@ -144,11 +150,12 @@ __device__ __forceinline__ Stats block_merge(Stats s) {
   __shared__ Stats total;
   s = warp_merge(s);
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int warps = int(blockDim.x) / kWarpSize;
   __syncthreads();
   if (lane == 0) partial[warp] = s;
   __syncthreads();
   if (warp == 0) {
-    Stats t = lane < kWarps ? partial[lane] : Stats{0.f, 0.f, 0.f};
+    Stats t = lane < warps ? partial[lane] : Stats{0.f, 0.f, 0.f};
     t = warp_merge(t);
     if (lane == 0) total = t;
   }
@@ -156,15 +163,108 @@ __device__ __forceinline__ Stats block_merge(Stats s) {
   return total;
 }
 
+// Swish's exponential and reciprocal as the hardware's approximations (relative error near
+// 2^-22): the library versions add denormal scaling around each, which doubles the
+// instructions per element of a kernel that has about ten to spend at fp16 bandwidth.
+__device__ __forceinline__ float exp2_fast(float x) {
+#if defined(__CUDA_ARCH__)
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#else
+  return exp2f(x);
+#endif
+}
+__device__ __forceinline__ float rcp_fast(float x) {
+#if defined(__CUDA_ARCH__)
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#else
+  return __frcp_rn(x);
+#endif
+}
+
+// The activation of z = gamma * xhat + beta. swish_k is -swish_beta * log2(e): Swish is
+// z * sigmoid(s z) = z / (1 + 2^(k z)); as z -> -inf the power overflows to inf and the
+// reciprocal to 0, the right limit, and as z -> +inf it tends to z.
 template <Activation A>
 __device__ __forceinline__ float activate(float z, float swish_beta) {
   if constexpr (A == Activation::swish) {
-    // z * sigmoid(s z); as z -> -inf, exp -> inf and the quotient -> -0, the right limit.
-    return z / (1.f + __expf(-swish_beta * z));
+    return z * rcp_fast(1.f + exp2_fast(z * (-1.4426950408889634f * swish_beta)));
   } else {
     return z;
   }
 }
+
+// The forward's optional saved statistics, [N, G] fp32.
+__device__ __forceinline__ void save_stats(const Params& p, std::int64_t group, float mean, float rstd) {
+  if (p.mean) p.mean[group] = mean;
+  if (p.rstd) p.rstd[group] = rstd;
+}
+
+// Raw 16-byte registers: the resident families keep loaded vectors in their storage type
+// (half the registers of fp32 for 16-bit data) and convert when they use them.
+template <typename T, int N>
+__device__ __forceinline__ Vec<T, N> load_raw(const T* p) {
+  return *reinterpret_cast<const Vec<T, N>*>(p);
+}
+template <typename T, int N>
+__device__ __forceinline__ void widen(const Vec<T, N>& r, float (&out)[N]) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (N % 2 == 0 && !std::is_same_v<T, float>) {  // two elements a conversion
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) {
+      float2 f;
+      if constexpr (std::is_same_v<T, f16_t>) f = __half22float2(reinterpret_cast<const __half2*>(r.v)[i]);
+      else f = __bfloat1622float2(reinterpret_cast<const __nv_bfloat162*>(r.v)[i]);
+      out[2 * i] = f.x, out[2 * i + 1] = f.y;
+    }
+    return;
+  }
+#endif
+#pragma unroll
+  for (int i = 0; i < N; ++i) out[i] = to_float(r.v[i]);
+}
+template <typename T, int N>
+__device__ __forceinline__ Vec<T, N> narrow(const float (&in)[N]) {
+  Vec<T, N> r;
+#if defined(__CUDA_ARCH__)
+  if constexpr (N % 2 == 0 && !std::is_same_v<T, float>) {  // one packing conversion per pair
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) {
+      if constexpr (std::is_same_v<T, f16_t>)
+        reinterpret_cast<__half2*>(r.v)[i] = __floats2half2_rn(in[2 * i], in[2 * i + 1]);
+      else
+        reinterpret_cast<__nv_bfloat162*>(r.v)[i] = __floats2bfloat162_rn(in[2 * i], in[2 * i + 1]);
+    }
+    return r;
+  }
+#endif
+#pragma unroll
+  for (int i = 0; i < N; ++i) r.v[i] = from_float<T>(in[i]);
+  return r;
+}
+
+// Cross-workgroup exchange. Workgroups that share a unit of work each store their partial
+// result, then one thread of each arrives at the unit's counter and waits until `expected`
+// workgroups have arrived. Every thread that stored a partial must __threadfence() before the
+// barrier that precedes this call, so the partials are visible before the arrival. The caller
+// guarantees all `expected` workgroups are resident together (a cooperative launch), else
+// this waits forever.
+__device__ __forceinline__ void arrive_and_wait(std::uint32_t* counter, std::uint32_t expected) {
+  atomicAdd(counter, 1u);
+  while (*static_cast<volatile std::uint32_t*>(counter) < expected) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    __nanosleep(32);
+#elif defined(__HIP_DEVICE_COMPILE__)
+    __builtin_amdgcn_s_sleep(1);
+#endif
+  }
+  __threadfence();
+}
+// A read of another workgroup's partial, past this unit's (incoherent) L1.
+__device__ __forceinline__ float load_shared_partial(const float* p) { return *static_cast<const volatile float*>(p); }
 
 // A group (n, g) is viewed as rows x cols with cols contiguous in memory:
 //   channels-first (N, C, S...): rows = C/G channels,  cols = S (spatial), row stride S

@@ -30,11 +30,6 @@ __device__ __forceinline__ void normalize_store(const Params& p, const float (&v
   store_vec<V>(static_cast<typename Traits::XType*>(p.y) + offset, out);
 }
 
-__device__ __forceinline__ void save_stats(const Params& p, std::int64_t group, float mean, float rstd) {
-  if (p.mean) p.mean[group] = mean;
-  if (p.rstd) p.rstd[group] = rstd;
-}
-
 // Family onchip: one workgroup per group, the whole group in registers (kPerThread vectors a
 // thread). x is read once; mean and variance are two exact passes over registers.
 template <typename Traits>

@@ -3,13 +3,16 @@
 
 #include "hipgn/kernels/groupnorm_bwd.hpp"
 #include "hipgn/kernels/groupnorm_fwd.hpp"
+#include "hipgn/kernels/resident_fwd.hpp"
 
 namespace hipgn::kernels {
 
 template <typename Traits, Family F>
 struct Launcher {
   static hipError_t launch(const Params& p, hipStream_t stream) {
-    if constexpr (Traits::kOp == Op::fwd) {
+    if constexpr (Traits::kOp == Op::fwd && F == Family::resident) {
+      return ResidentFwdLauncher<Traits>::launch(p, stream);
+    } else if constexpr (Traits::kOp == Op::fwd) {
       return FwdLauncher<Traits, F>::launch(p, stream);
     } else {
       return BwdLauncher<Traits, F>::launch(p, stream);

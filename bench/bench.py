@@ -1,0 +1,416 @@
+"""hipgn's benchmark: the suite's shapes against a same-size device copy, PyTorch eager and
+torch.compile, in one process, on the GPU machine.
+
+Every timed op is captured in a CUDA graph over K rotating buffer sets whose total exceeds 3x
+the L2 (L2-cold, the headline); beside it the same op K times on one set (L2-warm). A graph
+replay is timed with device events; the median of the replays over K is the op's time. The
+forward is GroupNorm (+SiLU); the backward is hipgn's fused backward (dx, dgamma, dbeta) and,
+for the peers, their training step (forward + backward) minus their forward.
+
+    python3 bench/bench.py --lib build-gpu/runtime/libhipgn.so [--peers all|eager|none] ...
+
+Writes bench/results/latest.json (one row per shape, dtype, layout and op), latest.md (the
+summary and the table) and latest.png (% of copy per shape), under --out.
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import datetime
+import json
+import math
+import multiprocessing as mp
+import os
+import pathlib
+import statistics
+import sys
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+# A copy of ../shared/bench/suite.json: the GPU machine gets only this repository.
+SUITE = HERE / "suite.json"
+
+# Odd shapes (N, C, spatial, G): prime and odd spatial sizes, C/G = 3, 1-D and 3-D spatial,
+# channels that the vector width does not divide into a group.
+ODD = {
+    "odd_31x31_c640": (2, 640, (31, 31), 32),
+    "odd_97x89_c96_cg3": (2, 96, (97, 89), 32),
+    "odd_1d_8191_c256": (4, 256, (8191,), 32),
+    "odd_3d_7x31x37_c120_cg3": (2, 120, (7, 31, 37), 40),
+    "odd_127x127_c320": (1, 320, (127, 127), 32),
+    "odd_61x67_c1280": (2, 1280, (61, 67), 32),
+}
+VIDEO = ("video_5d_20x256x256", (1, 128, (20, 256, 256), 32))
+
+
+def load_shapes(which: str):
+    suite = json.loads(SUITE.read_text())
+    shapes = {}
+    if which in ("suite", "all"):
+        for name, (n, c, h, w, g) in suite["shapes"].items():
+            shapes[name] = (n, c, (h, w), g)
+        shapes[VIDEO[0]] = VIDEO[1]
+    if which in ("odd", "all"):
+        shapes.update(ODD)
+    return shapes, set(suite["fp32"])
+
+
+# --- hipgn through its C API (ctypes) ---------------------------------------------------------
+class Problem(ctypes.Structure):
+    _fields_ = [("op", ctypes.c_int), ("n", ctypes.c_int64), ("c", ctypes.c_int64), ("groups", ctypes.c_int64),
+                ("spatial_rank", ctypes.c_int32), ("spatial", ctypes.c_int64 * 8), ("x_dtype", ctypes.c_int),
+                ("gamma_dtype", ctypes.c_int), ("layout", ctypes.c_int), ("act", ctypes.c_int),
+                ("eps", ctypes.c_float), ("swish_beta", ctypes.c_float)]
+
+
+class Hipgn:
+    OP = {"fwd": 0, "bwd": 3}
+
+    def __init__(self, path: str, torch):
+        self.torch = torch
+        self.lib = ctypes.CDLL(path)
+        self.lib.hipgn_last_error.restype = ctypes.c_char_p
+        self.lib.hipgn_instance_name.restype = ctypes.c_char_p
+        self.handle = ctypes.c_void_p()
+        if self.lib.hipgn_create(ctypes.byref(self.handle)) != 0:
+            raise RuntimeError(self.lib.hipgn_last_error().decode())
+        self.names = [self.lib.hipgn_instance_name(i).decode() for i in range(self.lib.hipgn_instance_count())]
+        self.dtype = {torch.float32: (0, "f32"), torch.float16: (1, "f16"), torch.bfloat16: (2, "bf16")}
+
+    def problem(self, op, n, c, spatial, g, dtype, layout):
+        p = Problem()
+        p.op, p.n, p.c, p.groups = self.OP[op], n, c, g
+        p.spatial_rank = len(spatial)
+        for i, s in enumerate(spatial):
+            p.spatial[i] = s
+        p.x_dtype = p.gamma_dtype = self.dtype[dtype][0]
+        p.layout = 0 if layout == "cf" else 1
+        p.act, p.eps, p.swish_beta = 1, 1e-5, 1.0
+        return p
+
+    def bucket(self, op, dtype, layout):
+        short = self.dtype[dtype][1]
+        prefix = f"gn_{op}_{short}_{short}_{layout}_swish_"
+        return [n for n in self.names if n.startswith(prefix)]
+
+    def chosen(self, p):
+        name = ctypes.c_char_p()
+        if self.lib.hipgn_choose_instance(self.handle, ctypes.byref(p), ctypes.byref(name)) != 0:
+            return None
+        return name.value.decode()
+
+    def fwd(self, p, s, instance=None):
+        P = ctypes.c_void_p
+        stream = P(self.torch.cuda.current_stream().cuda_stream)
+        return self.lib.hipgn_groupnorm_fwd(self.handle, ctypes.byref(p), P(s["x"].data_ptr()), P(s["y"].data_ptr()),
+                                            P(s["w"].data_ptr()), P(s["b"].data_ptr()), P(s["mean"].data_ptr()),
+                                            P(s["rstd"].data_ptr()), instance.encode() if instance else None, stream)
+
+    def bwd(self, p, s, instance=None):
+        P = ctypes.c_void_p
+        stream = P(self.torch.cuda.current_stream().cuda_stream)
+        return self.lib.hipgn_groupnorm_bwd(self.handle, ctypes.byref(p), P(s["dy"].data_ptr()), P(s["x"].data_ptr()),
+                                            P(s["mean"].data_ptr()), P(s["rstd"].data_ptr()), P(s["w"].data_ptr()),
+                                            P(s["b"].data_ptr()), P(s["dx"].data_ptr()), P(s["dw"].data_ptr()),
+                                            P(s["db"].data_ptr()), instance.encode() if instance else None, stream)
+
+    def error(self):
+        return self.lib.hipgn_last_error().decode()
+
+
+# --- tensors and timing -----------------------------------------------------------------------
+def make_set(torch, n, c, spatial, g, dtype, layout, backward):
+    shape = (n, c, *spatial)
+    fmt = {4: torch.channels_last, 5: torch.channels_last_3d}.get(len(shape))
+    x = torch.randn(shape, device="cuda", dtype=dtype) * 2 + 0.5
+    if layout == "cl":
+        if fmt is None:  # 1-D spatial: (N, L, C) storage viewed as (N, C, L)
+            x = x.transpose(1, 2).contiguous().transpose(1, 2)
+        else:
+            x = x.contiguous(memory_format=fmt)
+    s = {"x": x, "y": torch.empty_like(x), "w": torch.rand(c, device="cuda", dtype=dtype) + 0.5,
+         "b": torch.rand(c, device="cuda", dtype=dtype) - 0.5,
+         "mean": torch.empty(n * g, device="cuda", dtype=torch.float32),
+         "rstd": torch.empty(n * g, device="cuda", dtype=torch.float32)}
+    if backward:
+        s["dy"] = torch.randn_like(x)
+        s["dx"] = torch.empty_like(x)
+        s["dw"] = torch.empty_like(s["w"])
+        s["db"] = torch.empty_like(s["b"])
+    return s
+
+
+def graph_time_us(torch, fn, sets, replays=15):
+    """Median time of fn(set) per set, with fn over every set captured in one graph."""
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        for s in sets[:2]:
+            fn(s)  # warm-up on the capture stream: workspaces, compilation, lazy init
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        for s in sets:
+            fn(s)
+    graph.replay()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(replays):
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1000.0 / len(sets))
+    del graph
+    return statistics.median(times)
+
+
+def timings(torch, fn, cold_sets, warm_set):
+    return graph_time_us(torch, fn, cold_sets), graph_time_us(torch, fn, [warm_set] * len(cold_sets))
+
+
+# --- the peers --------------------------------------------------------------------------------
+def peer_fns(torch, g, compiled):
+    import torch.nn.functional as F
+
+    def fwd(x, w, b):
+        return F.silu(F.group_norm(x, g, w, b, 1e-5))
+
+    f = torch.compile(fwd, dynamic=False) if compiled else fwd
+
+    def forward(s):
+        s["y"] = f(s["x"], s["w"], s["b"])
+
+    def step(s):
+        y = f(s["xg"], s["w"], s["b"])
+        y.backward(s["dy"])
+
+    return forward, step
+
+
+def prepare_step_sets(torch, sets):
+    for s in sets:
+        s["xg"] = s["x"].detach().requires_grad_(True)
+        s["w"].requires_grad_(True)
+        s["b"].requires_grad_(True)
+
+
+def warm_compile_worker(args):
+    """Compile (filling the on-disk inductor caches) one problem's forward and step."""
+    name, (n, c, spatial, g), dtype_name, layout = args
+    import torch
+    dtype = getattr(torch, dtype_name)
+    s = make_set(torch, n, c, spatial, g, dtype, layout, True)
+    prepare_step_sets(torch, [s])
+    fwd, step = peer_fns(torch, g, True)
+    fwd(s)
+    step(s)
+    torch.cuda.synchronize()
+    return name
+
+
+# --- the run ----------------------------------------------------------------------------------
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lib", required=True, help="path to libhipgn.so")
+    ap.add_argument("--shapes", default="all", choices=["suite", "odd", "all"])
+    ap.add_argument("--only", default="", help="comma-separated shape names")
+    ap.add_argument("--dtypes", default="float16,bfloat16,float32")
+    ap.add_argument("--layouts", default="cf,cl")
+    ap.add_argument("--ops", default="fwd,bwd")
+    ap.add_argument("--peers", default="all", choices=["all", "eager", "none"])
+    ap.add_argument("--compile-dtypes", default="float16,bfloat16,float32",
+                    help="dtypes on which torch.compile is timed (it compiles once per problem)")
+    ap.add_argument("--best", action="store_true", help="also time every supporting instance (hipgn_best)")
+    ap.add_argument("--warm-procs", type=int, default=8, help="processes that compile ahead in parallel")
+    ap.add_argument("--out", default=str(HERE / "results"))
+    ap.add_argument("--budget-s", type=float, default=1e9, help="stop starting new problems after this")
+    a = ap.parse_args()
+
+    import torch
+    torch.backends.cudnn.benchmark = False
+    t_start = time.time()
+    hg = Hipgn(a.lib, torch)
+    props = torch.cuda.get_device_properties(0)
+    l2 = props.L2_cache_size
+    shapes, fp32_subset = load_shapes(a.shapes)
+    if a.only:
+        shapes = {k: v for k, v in shapes.items() if k in a.only.split(",")}
+    problems = []
+    for name, shape in shapes.items():
+        for dt in a.dtypes.split(","):
+            if dt == "float32" and name not in fp32_subset and not name.startswith("odd"):
+                continue
+            for layout in a.layouts.split(","):
+                problems.append((name, shape, dt, layout))
+    compile_dtypes = set(a.compile_dtypes.split(","))
+
+    if a.peers == "all" and a.warm_procs > 0:
+        todo = [p for p in problems if p[2] in compile_dtypes]
+        t0 = time.time()
+        ctx = mp.get_context("spawn")
+        with ctx.Pool(a.warm_procs) as pool:
+            for _ in pool.imap_unordered(warm_compile_worker, todo):
+                pass
+        print(f"# compiled {len(todo)} problems ahead in {time.time() - t0:.0f} s", flush=True)
+
+    rows = []
+    for name, (n, c, spatial, g), dt, layout in problems:
+        if time.time() - t_start > a.budget_s:
+            print(f"# budget reached; stopping before {name}", flush=True)
+            break
+        dtype = getattr(torch, dt)
+        elems = n * c * math.prod(spatial)
+        bytes_ = elems * dtype.itemsize
+        backward = "bwd" in a.ops
+        k = max(2, min(256, math.ceil(3 * l2 / (bytes_ * (3 if backward else 2)))))
+        sets = [make_set(torch, n, c, spatial, g, dtype, layout, backward) for _ in range(k)]
+        copy_cold, copy_warm = timings(torch, lambda s: s["y"].copy_(s["x"]), sets, sets[0])
+        for op in a.ops.split(","):
+            p = hg.problem(op, n, c, spatial, g, dtype, layout)
+            row = dict(name=name, shape=[n, c, *spatial, g], dtype=str(dt), layout=layout, op=op, bytes=bytes_,
+                       floor_bytes=bytes_ * (2 if op == "fwd" else 3), copy=copy_cold, copy_warm=copy_warm, sets=k)
+            run = hg.fwd if op == "fwd" else hg.bwd
+            row["hipgn_name"] = hg.chosen(p)
+            status = 0
+            if op == "bwd":
+                for s in sets:  # the forward's statistics
+                    status = status or hg.fwd(hg.problem("fwd", n, c, spatial, g, dtype, layout), s)
+            status = status or run(p, sets[0])
+            if status != 0:
+                row["error"] = hg.error()
+                print(f"{name} {dt} {layout} {op}: hipgn failed: {row['error']}", flush=True)
+                rows.append(row)
+                continue
+            row["hipgn"], row["hipgn_warm"] = timings(torch, lambda s: run(p, s), sets, sets[0])
+            if a.best:
+                best = (row["hipgn"], row["hipgn_name"])
+                for inst in hg.bucket(op, dtype, layout):
+                    if inst == row["hipgn_name"] or run(p, sets[0], inst) != 0:
+                        continue
+                    t = graph_time_us(torch, lambda s: run(p, s, inst), sets)
+                    best = min(best, (t, inst))
+                row["hipgn_best"], row["hipgn_best_name"] = best
+            if a.peers != "none":
+                prepare_step_sets(torch, sets) if op == "bwd" else None
+                for peer in (["eager", "compile"] if a.peers == "all" and dt in compile_dtypes else ["eager"]):
+                    fwd, step = peer_fns(torch, g, peer == "compile")
+                    try:
+                        f_cold, f_warm = timings(torch, fwd, sets, sets[0])
+                        if op == "fwd":
+                            row[peer], row[peer + "_warm"] = f_cold, f_warm
+                        else:
+                            s_cold, s_warm = timings(torch, step, sets, sets[0])
+                            row[peer], row[peer + "_warm"] = s_cold - f_cold, s_warm - f_warm
+                    except Exception as e:  # a peer that cannot run a shape is recorded, not fatal
+                        row[peer + "_error"] = repr(e)[:200]
+            rows.append(row)
+            write_json(a.out, rows, props)  # after every problem: a timeout keeps what was measured
+            pct = lambda t: 100.0 * row["copy"] * (row["floor_bytes"] / (2 * bytes_)) / t
+            peers = " ".join(f"{k} {row[k]:.1f}us ({pct(row[k]):.0f}%)" for k in ("eager", "compile") if k in row)
+            print(f"{name:28s} {dt:8s} {layout} {op}: copy {copy_cold:7.1f}us hipgn {row['hipgn']:7.1f}us "
+                  f"({pct(row['hipgn']):3.0f}%) {row['hipgn_name']} {peers}", flush=True)
+        del sets
+        torch.cuda.empty_cache()
+
+    out = pathlib.Path(a.out)
+    meta = write_json(a.out, rows, props)
+    md = summarize(rows, meta)
+    (out / "latest.md").write_text(md)
+    print(md)
+    try:
+        plot(rows, meta, out / "latest.png")
+    except Exception as e:
+        print(f"# plot skipped: {e!r}")
+
+
+def write_json(out_dir, rows, props):
+    import torch
+    out = pathlib.Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    meta = dict(date=datetime.date.today().isoformat(), gpu=props.name, l2_bytes=props.L2_cache_size,
+                torch=torch.__version__,
+                method="CUDA graph replay over rotating buffer sets (>3x L2), device events, median of 15 replays")
+    (out / "latest.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1) + "\n")
+    return meta
+
+
+def pct_of_copy(row, key):
+    t = row.get(key)
+    if not t or t <= 0:
+        return None
+    return 100.0 * row["copy"] * (row["floor_bytes"] / (2 * row["bytes"])) / t
+
+
+def band(b):
+    return "< 1 MB" if b < 2**20 else ("1-64 MB" if b < 64 * 2**20 else ">= 64 MB")
+
+
+def geomean(xs):
+    xs = [x for x in xs if x]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def summarize(rows, meta):
+    lines = [f"# hipgn benchmark: {meta['gpu']}, {meta['date']}", "", meta["method"] + ".", "",
+             "Geometric mean of % of the same-size copy's throughput at the floor (forward: x + y; "
+             "backward: x + dy + dx), L2-cold.", "",
+             "| op | dtype | layout | band | n | hipgn | best | eager | compile | hipgn / compile |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    keys = sorted({(r["op"], r["dtype"], r["layout"], band(r["bytes"])) for r in rows if "hipgn" in r})
+    for op, dt, layout, b in keys:
+        sel = [r for r in rows if (r["op"], r["dtype"], r["layout"], band(r["bytes"])) == (op, dt, layout, b) and "hipgn" in r]
+        g = {k: geomean([pct_of_copy(r, k) for r in sel]) for k in ("hipgn", "hipgn_best", "eager", "compile")}
+        ratio = geomean([r["compile"] / r["hipgn"] for r in sel if r.get("compile")])
+        lines.append(f"| {op} | {dt} | {layout} | {b} | {len(sel)} | {g['hipgn']:.0f} | {g['hipgn_best']:.0f} | "
+                     f"{g['eager']:.0f} | {g['compile']:.0f} | {ratio:.2f}x |")
+    timed = [r for r in rows if "hipgn" in r]
+    with_c = [r for r in timed if r.get("compile")]
+    if with_c:
+        slower = [r for r in with_c if r["hipgn"] > r["compile"]]
+        lines += ["", f"hipgn vs torch.compile: {geomean([r['compile'] / r['hipgn'] for r in with_c]):.2f}x geomean "
+                      f"over {len(with_c)} problems; slower on {len(slower)}: " +
+                  ", ".join(f"{r['name']} {r['dtype']} {r['layout']} {r['op']}" for r in slower[:20])]
+    big = [r for r in timed if r["bytes"] >= 4 * 2**20]
+    if big:
+        worst = min(big, key=lambda r: pct_of_copy(r, "hipgn"))
+        lines.append(f"worst shape of 4 MB or more: {worst['name']} {worst['dtype']} {worst['layout']} {worst['op']} "
+                     f"at {pct_of_copy(worst, 'hipgn'):.0f}% of copy ({worst['hipgn_name']})")
+    failed = [r for r in rows if "error" in r]
+    if failed:
+        lines.append(f"hipgn failed on {len(failed)}: " + "; ".join(f"{r['name']} {r['layout']} {r['op']}: {r['error']}" for r in failed[:5]))
+    lines += ["", "| shape | dtype | layout | op | MB | copy us | hipgn us | %copy | best us | eager us | compile us | instance |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in timed:
+        f = lambda k: f"{r[k]:.1f}" if r.get(k) else "-"
+        lines.append(f"| {r['name']} | {r['dtype']} | {r['layout']} | {r['op']} | {r['bytes'] / 2**20:.1f} | "
+                     f"{f('copy')} | {f('hipgn')} | {pct_of_copy(r, 'hipgn'):.0f} | {f('hipgn_best')} | {f('eager')} | "
+                     f"{f('compile')} | {r['hipgn_name']} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows, meta, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    panels = sorted({(r["op"], r["layout"]) for r in rows if "hipgn" in r})
+    fig, axes = plt.subplots(len(panels), 1, figsize=(18, 4.5 * len(panels)), squeeze=False)
+    for ax, (op, layout) in zip(axes[:, 0], panels):
+        sel = [r for r in rows if r["op"] == op and r["layout"] == layout and "hipgn" in r and r["dtype"] == "float16"]
+        sel.sort(key=lambda r: r["bytes"])
+        xs = range(len(sel))
+        for key, style in (("hipgn", "o-"), ("compile", "s--"), ("eager", "^:")):
+            ax.plot(xs, [pct_of_copy(r, key) or float("nan") for r in sel], style, label=key)
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels([r["name"] for r in sel], rotation=75, fontsize=7)
+        ax.set_ylabel("% of copy")
+        ax.set_ylim(0, 110)
+        ax.grid(alpha=0.3)
+        ax.set_title(f"{op} {layout} fp16 (L2-cold), {meta['gpu']} {meta['date']}")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+
+
+if __name__ == "__main__":
+    main()

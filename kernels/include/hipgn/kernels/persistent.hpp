@@ -1,0 +1,74 @@
+// Launching a persistent grid: as many workgroups as the device holds at once (never more
+// than there are items), each walking items blockIdx.x, + gridDim.x, ... When workgroups
+// exchange partial results and wait for each other, the launch is cooperative, which
+// guarantees they are all resident together (else a waiting workgroup could hold the slot
+// that the one it waits for needs), and the arrival counters are zeroed on the stream first.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "hipgn/params.hpp"
+#include "hipgn/platform.hpp"
+
+namespace hipgn::kernels {
+
+using KernelFn = void (*)(Params);
+
+// Workgroups of `kernel` resident per compute unit at (block, smem), asked once per shape:
+// the occupancy query costs microseconds of host time, and eager callers pay it per call.
+inline hipError_t resident_blocks(KernelFn kernel, int block, std::size_t smem, int* out) {
+  static std::mutex mutex;
+  static std::map<std::pair<KernelFn, std::pair<int, std::size_t>>, int> cache;
+  const auto key = std::make_pair(kernel, std::make_pair(block, smem));
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto it = cache.find(key);
+    if (it != cache.end()) return *out = it->second, hipSuccess;
+  }
+  if (smem > 48 * 1024) {
+    // The limit is the kernel's, not the launch's: raise it once to the most any launch of a
+    // resident kernel asks for, so that a later, larger launch never meets a lower limit left
+    // by an earlier, smaller one.
+    const hipError_t e = hipFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                             hipFuncAttributeMaxDynamicSharedMemorySize, int(kResidentMaxSmem));
+    if (e != hipSuccess) return e;
+  }
+  int n = 0;
+  const hipError_t e = hipOccupancyMaxActiveBlocksPerMultiprocessor(&n, reinterpret_cast<const void*>(kernel), block, smem);
+  if (e != hipSuccess) return e;
+  std::lock_guard<std::mutex> lock(mutex);
+  cache[key] = n;
+  return *out = n, hipSuccess;
+}
+
+// `exchange`: the workgroups of a unit wait for each other (p.slices of them), through
+// p.counters (`units` counters).
+inline hipError_t launch_persistent(KernelFn kernel, const Params& p, int block, std::size_t smem, bool exchange,
+                                    std::int64_t units, hipStream_t stream) {
+  int device = 0, cus = 0, per_cu = 0;
+  hipError_t e = hipGetDevice(&device);
+  if (e == hipSuccess) e = hipDeviceGetAttribute(&cus, hipDeviceAttributeMultiprocessorCount, device);
+  if (e == hipSuccess) e = resident_blocks(kernel, block, smem, &per_cu);
+  if (e != hipSuccess) return e;
+  const std::int64_t resident = std::int64_t(cus) * per_cu;
+  const unsigned grid = unsigned(p.items < resident ? p.items : resident);
+  if (!exchange) {
+    kernel<<<dim3(grid), dim3(unsigned(block)), smem, stream>>>(p);
+    return hipGetLastError();
+  }
+  // The support check promised slices <= compute units; a device too busy or too small to
+  // hold them all at once must fail here, never wait forever.
+  if (p.slices > std::int64_t(grid)) return hipErrorInvalidValue;
+  e = hipMemsetAsync(p.counters, 0, std::size_t(units) * sizeof(std::uint32_t), stream);
+  if (e != hipSuccess) return e;
+  Params copy = p;
+  void* args[] = {&copy};
+  return hipLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(grid), dim3(unsigned(block)), args,
+                                    unsigned(smem), stream);
+}
+
+}  // namespace hipgn::kernels

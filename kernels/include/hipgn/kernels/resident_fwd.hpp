@@ -1,0 +1,465 @@
+// The resident forward: every element of x crosses device memory once in and y once out, the
+// floor a copy sets. A persistent grid walks items (unit, slice); a slice is held in registers
+// (kPerThread 16-byte vectors a thread, in x's storage type) from its load to its store. A unit
+// is what one set of statistics covers: a group (channels-first) or a sample with all its
+// groups (channels-last). A unit larger than one workgroup holds is cut into slices whose
+// workgroups exchange partial statistics (count, mean, M2: Chan's merge) through the
+// workspace with an arrival counter, so no second launch and no second read of x is needed;
+// the launcher makes the grid co-resident (a cooperative launch) whenever slices exchange.
+//
+// Channels-first: a group is one contiguous span of C/G * HW elements. Its body is read with
+// aligned 16-byte vectors whatever HW and x's alignment are; the up to V-1 elements before and
+// after the body (head, tail) are read one by one. gamma/beta become a scale and shift per
+// channel, staged in shared memory once per item.
+//
+// Channels-last: a workgroup covers row_lanes x (C / V) vectors of whole rows (pixels), so
+// every access is 16 bytes whatever C/G is; a thread keeps fixed channels, sums per channel
+// over its rows, and shared memory reduces channels to groups (a vector may span two groups).
+#pragma once
+
+#include <cstdint>
+
+#include "hipgn/kernels/bulk.hpp"
+#include "hipgn/kernels/common.hpp"
+#include "hipgn/kernels/persistent.hpp"
+#include "hipgn/params.hpp"
+
+namespace hipgn::kernels {
+
+inline constexpr int kStageChannels = kResidentStageChannels;
+
+// One channels-first item: group `unit`, slice `slice` of its body vectors.
+template <int V>
+struct SpanSlice {
+  std::int64_t unit, slice, first;  // first: the group's first element in the tensor
+  std::int64_t head, body, tail;    // elements before the body, body vectors, elements after
+  std::int64_t q0, q1;              // this slice's body vectors
+  std::int64_t lo, hi;              // this slice's group-relative elements
+
+  __device__ __forceinline__ SpanSlice(const Params& p, std::int64_t item) {
+    const std::int64_t slices = p.slices, m = p.group_elements;
+    unit = std::int64_t(p.slices_div.div(std::uint64_t(item)));
+    slice = item - unit * slices;
+    first = unit * m;
+    const std::int64_t h = (V - ((p.phase + first) & (V - 1))) & (V - 1);  // V: a power of two
+    head = h < m ? h : m;
+    body = (m - head) / V;
+    tail = m - head - body * V;
+    at(p, slice, q0, q1, lo, hi);
+  }
+  // Body vectors and elements of any slice s of this group.
+  __device__ __forceinline__ void at(const Params& p, std::int64_t s, std::int64_t& a, std::int64_t& b,
+                                     std::int64_t& l, std::int64_t& h) const {
+    const std::int64_t per = p.slice_vectors;
+    a = s * per < body ? s * per : body;
+    b = a + per < body ? a + per : body;
+    l = s == 0 ? 0 : head + a * V;
+    h = s == p.slices - 1 ? p.group_elements : head + b * V;
+  }
+  __device__ __forceinline__ float count(const Params& p, std::int64_t s) const {
+    std::int64_t a, b, l, h;
+    at(p, s, a, b, l, h);
+    return float(h - l);
+  }
+};
+
+// Merges the `slices` partials (mean, M2) of a unit's statistics, stored at stride `stride`
+// floats, in one fixed order: every workgroup of the unit gets the same bits.
+template <int kBlock, typename Count>
+__device__ __forceinline__ Stats merge_partials(const float* partials, std::int64_t slices, std::int64_t stride,
+                                                Count count) {
+  Stats acc{0.f, 0.f, 0.f};
+  for (std::int64_t i = threadIdx.x; i < slices; i += blockDim.x) {
+    const float* w = partials + i * stride;
+    acc = merge(acc, Stats{count(i), load_shared_partial(w), load_shared_partial(w + 1)});
+  }
+  return block_merge<kBlock>(acc);
+}
+
+// Occupancy: a thread holding 2 vectors fits in 64 registers, so 1024 threads share a compute
+// unit; 4 or 8 vectors take up to twice that (spilling at 64 costs more than the occupancy).
+template <typename Traits>
+inline constexpr int kResidentMinBlocks =
+    Traits::kBlockSize >= 1024 ? 1 : (Traits::kPerThread <= 2 ? 1024 : 512) / Traits::kBlockSize;
+
+// With the bulk copy engine, two shared-memory stages of block x per_thread vectors: while a
+// workgroup reduces, exchanges and stores item k (stage k % 2), item k + 1 is arriving in the
+// other stage, and the store of item k drains from shared memory on its own.
+template <typename Traits>
+struct Stages {
+  using VecT = Vec<typename Traits::XType, Traits::kVectorSize>;
+  static constexpr int kVectors = Traits::kBlockSize * Traits::kPerThread;
+#if defined(HIPGN_BULK_COPY)
+  VecT* base;
+  std::uint64_t* bars;
+  __device__ __forceinline__ Stages(void* dynamic, std::uint64_t* barriers) : base(static_cast<VecT*>(dynamic)), bars(barriers) {
+    if (threadIdx.x == 0) bulk::init(&bars[0]), bulk::init(&bars[1]);
+    __syncthreads();
+  }
+  __device__ __forceinline__ VecT* stage(int k) const { return base + (k & 1) * kVectors; }
+  __device__ __forceinline__ void load(int k, const void* src, std::int64_t vectors) const {
+    bulk::load(stage(k), src, std::uint32_t(vectors * sizeof(VecT)), &bars[k & 1]);
+  }
+  __device__ __forceinline__ void wait(int k) const { bulk::wait(&bars[k & 1], std::uint32_t((k >> 1) & 1)); }
+#endif
+};
+
+template <typename Traits>
+__global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>) fwd_resident_cf_kernel(Params p) {
+  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
+  using T = typename Traits::XType;
+  using Gm = typename Traits::GammaType;
+  using VecT = Vec<T, V>;
+  __shared__ float scale[kStageChannels], shift[kStageChannels];
+  const T* x = static_cast<const T*>(p.x);
+  T* y = static_cast<T*>(p.y);
+  const Gm* gamma = static_cast<const Gm*>(p.gamma);
+  const Gm* beta = static_cast<const Gm*>(p.beta);
+  const int t = threadIdx.x;
+#if defined(HIPGN_BULK_COPY)
+  extern __shared__ __align__(16) unsigned char dynamic_smem[];
+  __shared__ std::uint64_t bars[2];
+  const Stages<Traits> stages(dynamic_smem, bars);
+  auto issue = [&](std::int64_t item, int k) {
+    const SpanSlice<V> s(p, item);
+    stages.load(k, x + s.first + s.head + s.q0 * V, s.q1 - s.q0);
+  };
+  if (t == 0)
+    for (int k = 0; k < 2; ++k)
+      if (blockIdx.x + std::int64_t(k) * gridDim.x < p.items) issue(blockIdx.x + std::int64_t(k) * gridDim.x, k);
+#endif
+  int k = 0;
+  for (std::int64_t item = blockIdx.x; item < p.items; item += gridDim.x, ++k) {
+    const SpanSlice<V> sl(p, item);
+    const T* xg = x + sl.first;
+    const T* xb = xg + sl.head;  // 16-byte aligned
+    const bool has_head = sl.slice == 0 && t < sl.head;
+    const bool has_tail = sl.slice == p.slices - 1 && t < sl.tail;
+    const float xh = has_head ? to_float(xg[t]) : 0.f;
+    const float xt = has_tail ? to_float(xb[sl.body * V + t]) : 0.f;
+    // gamma and beta of the slice's channels, fetched now so that their latency hides behind
+    // x's; they become scale and shift once the statistics are known
+    const std::int64_t c_lo = std::int64_t(p.spatial.div(std::uint64_t(sl.lo)));
+    const std::int64_t c_hi = std::int64_t(p.spatial.div(std::uint64_t(sl.hi - 1)));
+    const std::int64_t c_base =
+        (sl.unit - std::int64_t(p.groups_div.div(std::uint64_t(sl.unit))) * p.groups_per_sample) * p.channels_per_group;
+    for (std::int64_t c = c_lo + t; c <= c_hi; c += B) {
+      scale[c - c_lo] = gamma ? to_float(gamma[c_base + c]) : 1.f;
+      shift[c - c_lo] = beta ? to_float(beta[c_base + c]) : 0.f;
+    }
+    const int count = int(sl.q1 - sl.q0);  // body vectors of the slice: at most B * E
+    // x of the slice, widened once to fp32 registers: both statistics passes and the output
+    // read them there
+    float v[E][V];
+    {
+#if defined(HIPGN_BULK_COPY)
+      stages.wait(k);
+      const VecT* src = stages.stage(k);
+#else
+      const VecT* src = reinterpret_cast<const VecT*>(xb) + sl.q0;
+#endif
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        if (e * B + t < count) widen(src[e * B + t], v[e]);
+        else
+#pragma unroll
+          for (int i = 0; i < V; ++i) v[e][i] = 0.f;
+      }
+    }
+
+    // Statistics of the slice: each thread's values exactly (two passes over its registers),
+    // then Chan's merge across the workgroup: one reduction, not two.
+    Stats mine{0.f, 0.f, 0.f};
+    {
+      const int mine_vectors = count > t ? (count - t + B - 1) / B : 0;  // of the E
+      const float n_t = float(mine_vectors * V + has_head + has_tail);
+      float sum = xh + xt;
+#pragma unroll
+      for (int e = 0; e < E; ++e)
+#pragma unroll
+        for (int i = 0; i < V; ++i) sum += v[e][i];  // zeros past the slice
+      const float m = n_t > 0.f ? sum / n_t : 0.f;
+      float sq = (has_head ? (xh - m) * (xh - m) : 0.f) + (has_tail ? (xt - m) * (xt - m) : 0.f);
+#pragma unroll
+      for (int e = 0; e < E; ++e)
+        if (e < mine_vectors)
+#pragma unroll
+          for (int i = 0; i < V; ++i) sq += (v[e][i] - m) * (v[e][i] - m);
+      mine = Stats{n_t, m, sq};
+    }
+    const Stats local = block_merge<B>(mine);
+#if defined(HIPGN_BULK_COPY)
+    // every thread has read the stage (block_merge's barriers): refill it two items ahead
+    if (t == 0 && item + 2 * std::int64_t(gridDim.x) < p.items) issue(item + 2 * std::int64_t(gridDim.x), k);
+#endif
+    const float n_local = local.n, mean_local = local.mean, m2_local = local.m2;
+
+    float mean, rstd;
+    if (p.slices == 1) {
+      mean = mean_local;
+      rstd = rsqrtf(m2_local / n_local + p.eps);
+    } else {
+      if (t == 0) {
+        float* w = p.partials + item * 2;  // item = unit * slices + slice
+        w[0] = mean_local;
+        w[1] = m2_local;
+        __threadfence();
+        arrive_and_wait(p.counters + sl.unit, std::uint32_t(p.slices));
+      }
+      __syncthreads();
+      const Stats s = merge_partials<B>(p.partials + sl.unit * p.slices * 2, p.slices, 2,
+                                        [&](std::int64_t i) { return sl.count(p, i); });
+      mean = s.mean;
+      rstd = rsqrtf(s.m2 / s.n + p.eps);
+    }
+    if (sl.slice == 0 && t == 0) save_stats(p, sl.unit, mean, rstd);
+    for (std::int64_t c = c_lo + t; c <= c_hi; c += B) {
+      const float sc = scale[c - c_lo] * rstd;
+      scale[c - c_lo] = sc;
+      shift[c - c_lo] -= mean * sc;
+    }
+    __syncthreads();
+
+    // y = act(x * scale_c + shift_c), stored from registers
+    VecT* dst = reinterpret_cast<VecT*>(y + sl.first + sl.head) + sl.q0;
+    // the channel (relative to c_lo) and offset in it of this thread's first vector; later
+    // vectors step by B * V elements (a multiply-high each, never a division)
+    const std::int64_t rel0 = sl.head + (sl.q0 + t) * V;
+    std::int64_t c = std::int64_t(p.spatial.div(std::uint64_t(rel0)));
+    std::int64_t off = rel0 - c * p.spatial_size;
+    c -= c_lo;
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      if (e * B + t < count) {
+        float f[V];
+        if (off + V <= p.spatial_size) {  // the whole vector in one channel: the common case
+          const float sc = scale[c], sh = shift[c];
+#pragma unroll
+          for (int i = 0; i < V; ++i) f[i] = activate<Traits::kActivation>(v[e][i] * sc + sh, p.swish_beta);
+        } else {
+          std::int64_t ci = c, oi = off;
+#pragma unroll
+          for (int i = 0; i < V; ++i) {
+            while (oi >= p.spatial_size) ++ci, oi -= p.spatial_size;
+            f[i] = activate<Traits::kActivation>(v[e][i] * scale[ci] + shift[ci], p.swish_beta);
+            ++oi;
+          }
+        }
+        dst[e * B + t] = narrow<T, V>(f);
+      }
+      off += std::int64_t(B) * V;
+      const std::int64_t steps = std::int64_t(p.spatial.div(std::uint64_t(off)));
+      c += steps;
+      off -= steps * p.spatial_size;
+    }
+    if (has_head) {
+      const std::int64_t ch = std::int64_t(p.spatial.div(std::uint64_t(t))) - c_lo;
+      y[sl.first + t] = from_float<T>(activate<Traits::kActivation>(xh * scale[ch] + shift[ch], p.swish_beta));
+    }
+    if (has_tail) {
+      const std::int64_t rel = sl.head + sl.body * V + t;
+      const std::int64_t ch = std::int64_t(p.spatial.div(std::uint64_t(rel))) - c_lo;
+      y[sl.first + rel] = from_float<T>(activate<Traits::kActivation>(xt * scale[ch] + shift[ch], p.swish_beta));
+    }
+    __syncthreads();  // the staging is rewritten by the next item
+  }
+}
+
+// Channels-last statistics of a slice: lane l's per-channel (mean, M2) over its rows sit in
+// mean[l * C + c], m2[l * C + c]; lanes hold count(l) rows each. Merges them (Chan) per
+// channel, in lane order, then per group over its channels, into gstat[2 g] = mean,
+// gstat[2 g + 1] = M2.
+template <typename Count>
+__device__ __forceinline__ void lanes_to_groups(float* mean, float* m2, float* gstat, int c, int lanes, int groups,
+                                                int cpg, Count count) {
+  __syncthreads();
+  for (int ch = threadIdx.x; ch < c; ch += blockDim.x) {
+    Stats s{count(0), mean[ch], m2[ch]};
+    for (int l = 1; l < lanes; ++l) s = merge(s, Stats{count(l), mean[l * c + ch], m2[l * c + ch]});
+    mean[ch] = s.mean;
+    m2[ch] = s.m2;
+  }
+  __syncthreads();
+  float per_channel = 0.f;
+  for (int l = 0; l < lanes; ++l) per_channel += count(l);
+  for (int g = threadIdx.x; g < groups; g += blockDim.x) {
+    Stats s{per_channel, mean[g * cpg], m2[g * cpg]};
+    for (int k = 1; k < cpg; ++k) s = merge(s, Stats{per_channel, mean[g * cpg + k], m2[g * cpg + k]});
+    gstat[2 * g] = s.mean;
+    gstat[2 * g + 1] = s.m2;
+  }
+  __syncthreads();
+}
+
+template <typename Traits>
+__global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>) fwd_resident_cl_kernel(Params p) {
+  constexpr int V = Traits::kVectorSize, E = Traits::kPerThread;
+  using T = typename Traits::XType;
+  using Gm = typename Traits::GammaType;
+  using VecT = Vec<T, V>;
+  extern __shared__ __align__(16) unsigned char dynamic_smem[];
+  const int c = int(p.channels), cv_count = c / V, lanes = p.row_lanes;
+  const int groups = int(p.groups_per_sample), cpg = int(p.channels_per_group);
+  const int t = threadIdx.x;
+  const bool active = t < lanes * cv_count;
+  const int cv = active ? t % cv_count : 0, lane = active ? t / cv_count : 0;
+#if defined(HIPGN_BULK_COPY)
+  __shared__ std::uint64_t bars[2];
+  const Stages<Traits> stages(dynamic_smem, bars);
+  float* red = reinterpret_cast<float*>(dynamic_smem + 2 * Stages<Traits>::kVectors * sizeof(VecT));
+#else
+  float* red = reinterpret_cast<float*>(dynamic_smem);
+#endif
+  float* red_mean = red;                            // lanes x C, later scale and shift
+  float* red_m2 = red + (lanes > 2 ? lanes : 2) * c;  // lanes x C
+  float* gstat = red_m2 + (lanes > 2 ? lanes : 2) * c;  // per group: (mean, M2), then (mean, rstd)
+  float* affine = gstat + 2 * groups;                 // gamma[C], beta[C]: the same for every item
+  const T* x = static_cast<const T*>(p.x);
+  T* y = static_cast<T*>(p.y);
+  const Gm* gamma = static_cast<const Gm*>(p.gamma);
+  const Gm* beta = static_cast<const Gm*>(p.beta);
+  for (int ch = t; ch < c; ch += blockDim.x) {
+    affine[ch] = gamma ? to_float(gamma[ch]) : 1.f;
+    affine[c + ch] = beta ? to_float(beta[ch]) : 0.f;
+  }
+  const std::int64_t hw = p.spatial_size, rows_per_slice = std::int64_t(lanes) * E;
+  auto rows_of = [&](std::int64_t slice) {
+    const std::int64_t left = hw - slice * rows_per_slice;
+    return int(left < rows_per_slice ? left : rows_per_slice);
+  };
+#if defined(HIPGN_BULK_COPY)
+  auto issue = [&](std::int64_t item, int k) {
+    const std::int64_t n = std::int64_t(p.slices_div.div(std::uint64_t(item))), slice = item - n * p.slices;
+    stages.load(k, x + (n * hw + slice * rows_per_slice) * c, std::int64_t(rows_of(slice)) * cv_count);
+  };
+  if (t == 0)
+    for (int k = 0; k < 2; ++k)
+      if (blockIdx.x + std::int64_t(k) * gridDim.x < p.items) issue(blockIdx.x + std::int64_t(k) * gridDim.x, k);
+#endif
+  int k = 0;
+  for (std::int64_t item = blockIdx.x; item < p.items; item += gridDim.x, ++k) {
+    const std::int64_t n = std::int64_t(p.slices_div.div(std::uint64_t(item))), slice = item - n * p.slices;
+    const int rows = rows_of(slice);
+    const std::int64_t first = (n * hw + slice * rows_per_slice) * c;
+    // this thread's vectors: rows e * lanes + lane, column cv; widened once to fp32 registers
+    float v[E][V];
+    {
+#if defined(HIPGN_BULK_COPY)
+      stages.wait(k);
+      const VecT* src = stages.stage(k);
+#else
+      const VecT* src = reinterpret_cast<const VecT*>(x + first);
+#endif
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        if (active && e * lanes + lane < rows) widen(src[(e * lanes + lane) * cv_count + cv], v[e]);
+        else
+#pragma unroll
+          for (int i = 0; i < V; ++i) v[e][i] = 0.f;
+      }
+    }
+
+    // Each thread's per-channel statistics over its rows (exact: two passes over registers),
+    // merged across lanes and then channels in shared memory: one pass.
+    const int my_rows = active && rows > lane ? (rows - lane + lanes - 1) / lanes : 0;
+    {
+      const float inv = my_rows > 0 ? 1.f / float(my_rows) : 0.f;
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        float sum = 0.f;
+#pragma unroll
+        for (int e = 0; e < E; ++e) sum += v[e][i];  // zeros past the slice
+        const float m = sum * inv;
+        float sq = 0.f;
+#pragma unroll
+        for (int e = 0; e < E; ++e)
+          if (e < my_rows) sq += (v[e][i] - m) * (v[e][i] - m);
+        if (active) red_mean[lane * c + cv * V + i] = m, red_m2[lane * c + cv * V + i] = sq;
+      }
+    }
+    lanes_to_groups(red_mean, red_m2, gstat, c, lanes, groups, cpg, [&](int l) {
+      return float(rows > l ? (rows - l + lanes - 1) / lanes : 0);
+    });
+#if defined(HIPGN_BULK_COPY)
+    // every thread has read the stage (the barriers above): refill it two items ahead
+    if (t == 0 && item + 2 * std::int64_t(gridDim.x) < p.items) issue(item + 2 * std::int64_t(gridDim.x), k);
+#endif
+    const float per_group = float(rows) * float(cpg);
+
+    if (p.slices == 1) {
+      for (int g = t; g < groups; g += blockDim.x) gstat[2 * g + 1] = rsqrtf(gstat[2 * g + 1] / per_group + p.eps);
+    } else {
+      float* w = p.partials + item * groups * 2;
+      for (int g = t; g < groups; g += blockDim.x) {
+        w[2 * g] = gstat[2 * g];
+        w[2 * g + 1] = gstat[2 * g + 1];
+      }
+      __threadfence();
+      __syncthreads();
+      if (t == 0) arrive_and_wait(p.counters + n, std::uint32_t(p.slices));
+      __syncthreads();
+      // A wavefront per group merges the sample's partials: lanes stride over slices, then a
+      // fixed shuffle tree, the same order in every workgroup.
+      const int lane_id = t % kWarpSize, warp = t / kWarpSize, warps = int(blockDim.x) / kWarpSize;
+      const float* part = p.partials + n * p.slices * groups * 2;
+      for (int g = warp; g < groups; g += warps) {
+        Stats st{0.f, 0.f, 0.f};
+        for (std::int64_t i = lane_id; i < p.slices; i += kWarpSize) {
+          const float* pi = part + (i * groups + g) * 2;
+          st = merge(st, Stats{float(rows_of(i)) * float(cpg), load_shared_partial(pi), load_shared_partial(pi + 1)});
+        }
+        st = warp_merge(st);
+        if (lane_id == 0) {
+          gstat[2 * g] = st.mean;
+          gstat[2 * g + 1] = rsqrtf(st.m2 / st.n + p.eps);
+        }
+      }
+    }
+    __syncthreads();
+    if (slice == 0)
+      for (int g = t; g < groups; g += blockDim.x) save_stats(p, n * groups + g, gstat[2 * g], gstat[2 * g + 1]);
+    for (int ch = t; ch < c; ch += blockDim.x) {
+      const int g = int(p.cpg_div.div(std::uint64_t(ch)));
+      const float sc = affine[ch] * gstat[2 * g + 1];
+      red[ch] = sc;
+      red[c + ch] = affine[c + ch] - gstat[2 * g] * sc;
+    }
+    __syncthreads();
+    if (active) {
+      float sc[V], sh[V];
+#pragma unroll
+      for (int i = 0; i < V; ++i) sc[i] = red[cv * V + i], sh[i] = red[c + cv * V + i];
+      VecT* dst = reinterpret_cast<VecT*>(y + first);
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        if (e * lanes + lane < rows) {
+          float f[V];
+#pragma unroll
+          for (int i = 0; i < V; ++i) f[i] = activate<Traits::kActivation>(v[e][i] * sc[i] + sh[i], p.swish_beta);
+          dst[(e * lanes + lane) * cv_count + cv] = narrow<T, V>(f);
+        }
+      }
+    }
+    __syncthreads();  // shared memory is rewritten by the next item
+  }
+}
+
+template <typename Traits>
+struct ResidentFwdLauncher {
+  static hipError_t launch(const Params& p, hipStream_t stream) {
+    const bool exchange = p.slices > 1;
+    const std::size_t stages = resident_stage_bytes(Traits::kBlockSize, Traits::kPerThread);
+    if constexpr (Traits::kLayout == Layout::channels_first) {
+      return launch_persistent(&fwd_resident_cf_kernel<Traits>, p, Traits::kBlockSize, stages, exchange,
+                               p.items / p.slices, stream);
+    } else {
+      const std::size_t smem =
+          stages + std::size_t(resident_cl_smem_floats(p.channels, p.groups_per_sample, p.row_lanes)) * sizeof(float);
+      return launch_persistent(&fwd_resident_cl_kernel<Traits>, p,
+                               resident_cl_block(p.channels, Traits::kVectorSize, p.row_lanes), smem, exchange,
+                               p.items / p.slices, stream);
+    }
+  }
+};
+
+}  // namespace hipgn::kernels
