@@ -4,7 +4,8 @@
 #   cmake, ninja-build, g++        the build (Ninja: precise regeneration, see generated/)
 #   python3, python3-jinja2        the instance generator (codegen/, templates/)
 #   libgtest-dev                   the C++ tests
-#   nlohmann-json3-dev             the tests read the build's manifest.json
+#   nlohmann-json3-dev             the library reads and writes the tuning database (JSON; header-only,
+#                                  private to the library); the tests read the build's manifest.json
 #   libcli11-dev                   the profiler's command line
 #   hipcc, libamdhip64-dev, rocm-device-libs, clang-15, llvm-15
 #                                  the AMD build (HIP 5.2); installed when HIPGN_AMD=1 or no nvcc
