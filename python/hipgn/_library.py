@@ -235,8 +235,11 @@ class Handle:
 
     def __del__(self):
         ptr, self.ptr = getattr(self, "ptr", None), None
-        if ptr and ptr.value:
-            self.library.cdll.hipgn_destroy(ptr)
+        try:
+            if ptr and ptr.value:
+                self.library.cdll.hipgn_destroy(ptr)
+        except Exception:  # at interpreter exit the library may already be gone: nothing to free then
+            pass
 
     def _c(self, status: int) -> None:
         if status != 0:

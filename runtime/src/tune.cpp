@@ -2,6 +2,7 @@
 // the fastest. Timed the profiler's way (device events, the median of several runs, the L2
 // flushed before each) so that its --tune and this agree on what "fastest" means.
 #include <algorithm>
+#include <cstddef>
 #include <random>
 #include <string>
 #include <vector>
@@ -75,14 +76,13 @@ Status Handle::tune(const Problem& p, hipStream_t stream, TuneResult* out, const
   const std::size_t count = std::size_t(p.elements()), bytes = count * size_of(p.x_dtype);
   const std::size_t channels = std::size_t(p.c), stats = std::size_t(p.num_groups());
   DeviceMemory x, y, dy, gamma, beta, dgamma, dbeta, mean, rstd, ws, flush;
-  for (auto [mem, size] : {std::pair{&x, bytes}, {&y, bytes}, {&gamma, channels * size_of(p.gamma_dtype)},
-                           {&beta, channels * size_of(p.gamma_dtype)}, {&mean, stats * 4}, {&rstd, stats * 4},
-                           {&ws, ws_bytes}})
+  const std::size_t affine = channels * size_of(p.gamma_dtype);
+  const std::pair<DeviceMemory*, std::size_t> buffers[] = {
+      {&x, bytes}, {&y, bytes}, {&gamma, affine}, {&beta, affine}, {&mean, stats * 4}, {&rstd, stats * 4},
+      {&ws, ws_bytes}, {&dy, backward ? bytes : 0}, {&dgamma, backward ? affine : 0},
+      {&dbeta, backward ? affine : 0}};
+  for (const auto& [mem, size] : buffers)
     if (const hipError_t e = mem->allocate(size); e != hipSuccess) return gpu_error("allocation", e);
-  if (backward)
-    for (auto [mem, size] : {std::pair{&dy, bytes}, {&dgamma, channels * size_of(p.gamma_dtype)},
-                             {&dbeta, channels * size_of(p.gamma_dtype)}})
-      if (const hipError_t e = mem->allocate(size); e != hipSuccess) return gpu_error("allocation", e);
   // several times any L2 today; without room for it, time warm (and say nothing: still a ranking)
   const std::size_t flush_bytes = std::size_t(256) << 20;
   if (o.flush_l2 && flush.allocate(flush_bytes) != hipSuccess) {

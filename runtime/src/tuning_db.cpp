@@ -2,6 +2,7 @@
 // it appears in a public header) and the check of its entries against the registry.
 #include "hipgn/tuning.hpp"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <sstream>
 #include <tuple>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -178,11 +180,14 @@ Status TuningDb::parse(const std::string& text, std::vector<std::string>* warnin
 }
 
 Status TuningDb::load(const std::string& path, std::vector<std::string>* warnings) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return Status::success();  // not written yet: an empty database
     return Status::error(StatusCode::invalid_argument, "cannot read: " + std::string(std::strerror(errno)));
   }
+  if (S_ISDIR(st.st_mode)) return Status::error(StatusCode::invalid_argument, "cannot read: it is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::error(StatusCode::invalid_argument, "cannot read: " + std::string(std::strerror(errno)));
   std::ostringstream text;
   text << in.rdbuf();
   return parse(text.str(), warnings);
@@ -212,8 +217,10 @@ std::string TuningDb::dump() const {
 }
 
 Status TuningDb::save(const std::string& path) const {
-  // the temporary file sits beside the target, so that rename() stays on one file system
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  // the temporary file sits beside the target, so that rename() stays on one file system;
+  // named per process and per call, so that concurrent savers never share one
+  static std::atomic<unsigned> calls{0};
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid()) + "." + std::to_string(calls++);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return Status::error(StatusCode::invalid_argument, "cannot write " + tmp + ": " + std::strerror(errno));
