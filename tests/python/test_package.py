@@ -74,7 +74,8 @@ class Discovery(unittest.TestCase):
             self.assertIn("cannot be loaded", out)
 
     def test_not_found_lists_every_place_looked(self):
-        with tempfile.TemporaryDirectory() as tmp:  # a copy of the package outside any source tree
+        with tempfile.TemporaryDirectory() as top:  # a copy of the package outside any source tree
+            tmp = os.path.join(top, "checkout", "python")  # whose "checkout" has no build*/ folders
             shutil.copytree(os.path.join(PACKAGE_PARENT, "hipgn"), os.path.join(tmp, "hipgn"),
                             ignore=shutil.ignore_patterns("__pycache__", "libhipgn.so", "_install.py"))
             code, out = python("import hipgn; hipgn.library()", parent=tmp,
