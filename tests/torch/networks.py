@@ -213,7 +213,6 @@ def main():
     parser.add_argument("--json", default="", help="write the results here")
     parser.add_argument("--no-compile", action="store_true", help="eager timings only")
     args = parser.parse_args()
-    torch.backends.cudnn.benchmark = True
     results = {"accuracy": [], "timing": [], "device": torch.cuda.get_device_name(), "torch": torch.__version__}
 
     # (name, builder, accuracy input, timing input, accuracy precisions, timing precision,
@@ -226,7 +225,9 @@ def main():
         results["resnet50-gn"] = f"skipped: torchvision is not importable ({TORCHVISION_MISSING})"
         print(results["resnet50-gn"])
 
-    # accuracy first (eager, quick), with the float64 reference's exact convolutions
+    # accuracy first (eager, quick), with the float64 reference's exact convolutions and no
+    # algorithm search (float64 convolutions are slow to benchmark)
+    torch.backends.cudnn.benchmark = False
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     for name, build, acc_shape, _, precisions, _, _ in nets:
@@ -239,8 +240,10 @@ def main():
                 print(f"accuracy {name} {precision}: FAILED with {type(e).__name__}: {e}")
             torch.cuda.empty_cache()
 
-    # timings as a user would run: TF32 on (PyTorch's default for convolutions)
+    # timings as a user would run: TF32 on (PyTorch's default for convolutions), the fastest
+    # convolution algorithms
     torch.backends.cudnn.allow_tf32 = True
+    torch.backends.cudnn.benchmark = True
     for name, build, _, time_shape, _, precision, compile_s in nets:
         try:
             results["timing"] += timings(name, build, time_shape, precision, args.budget_s, not args.no_compile,
