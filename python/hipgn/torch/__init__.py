@@ -16,6 +16,8 @@ try:
 except ImportError as e:  # the rest of hipgn works without it
     raise ImportError(f"hipgn.torch needs PyTorch, which is not importable here ({e}); "
                       "`import hipgn` (the C API through ctypes) does not need it") from e
+if not hasattr(torch.library, "custom_op"):
+    raise ImportError(f"hipgn.torch needs PyTorch 2.4 or later (torch.library.custom_op); this is {torch.__version__}")
 
 from ._modules import GroupNorm, GroupNormSiLU, Replacement, patch
 from ._ops import UnsupportedError, group_norm, layout_of, set_eager_fast_path, why_unsupported
