@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <string>
@@ -74,6 +75,48 @@ std::vector<std::int64_t> parse_dims(const std::string& s) {
   return d;
 }
 
+// --tune and --tuning-db: after the table, the fastest verified instance becomes the
+// problem's entry in the tuning database. Kept apart from main()'s options on purpose.
+struct TuningOptions {
+  bool tune = false;
+  std::string db;  // the file; empty: HIPGN_TUNING_DB's
+};
+
+void add_tuning_options(CLI::App& app, TuningOptions& o) {
+  app.add_flag("--tune", o.tune,
+               "record the fastest verified instance in the tuning database (--tuning-db or HIPGN_TUNING_DB)");
+  app.add_option("--tuning-db", o.db, "the tuning database file --tune writes (default: $HIPGN_TUNING_DB)");
+}
+
+// The file --tune writes; empty (after saying why) when there is none.
+std::string tuning_db_path(const TuningOptions& o) {
+  if (!o.db.empty()) return o.db;
+  const char* env = std::getenv("HIPGN_TUNING_DB");
+  if (env && *env) return env;
+  std::fprintf(stderr, "hipgn_profiler: --tune needs a database file: --tuning-db PATH or HIPGN_TUNING_DB\n");
+  return "";
+}
+
+// Records the fastest verified row; returns the exit status (0: recorded).
+int record_tuning(Handle& handle, const Problem& p, const std::vector<Row>& rows, const std::string& path) {
+  const Row* best = nullptr;
+  for (const Row& r : rows)
+    if (r.ok && (!best || r.us < best->us)) best = &r;
+  if (!best) {
+    std::fprintf(stderr, "hipgn_profiler: --tune: no instance was verified; nothing recorded\n");
+    return 1;
+  }
+  Status s = handle.set_tuned(p, best->name, best->us);
+  if (s.ok()) s = handle.save_tuning_db(path);
+  if (!s.ok()) {
+    std::fprintf(stderr, "hipgn_profiler: --tune: %s\n", s.message.c_str());
+    return 1;
+  }
+  std::printf("tuned: %s -> %s (%.2f us) on %s, saved to %s\n", p.to_string().c_str(), best->name.c_str(), best->us,
+              handle.device().name.c_str(), path.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -105,7 +148,11 @@ int main(int argc, char** argv) {
   app.add_flag("--no-flush", no_flush, "do not flush the L2 between timed runs");
   app.add_option("--csv", csv, "also write the table as CSV to this file");
   app.add_flag("--list", list_only, "list the supporting instances and the heuristic's choice; run nothing");
+  TuningOptions tuning;
+  add_tuning_options(app, tuning);
   CLI11_PARSE(app, argc, argv);
+  const std::string tuning_db = tuning.tune ? tuning_db_path(tuning) : "";
+  if (tuning.tune && tuning_db.empty()) return 2;
 
   hipgn::parse(op, p.op);
   hipgn::parse(dtype, p.x_dtype);
@@ -142,6 +189,10 @@ int main(int argc, char** argv) {
     for (const Instance* inst : candidates)
       std::printf("  %s%s\n", inst->name().c_str(), inst == chosen ? "  <- heuristic" : "");
     std::printf("%zu instances support this problem\n", candidates.size());
+    if (tuning.tune) {
+      std::fprintf(stderr, "hipgn_profiler: --tune times instances: it needs a GPU%s\n", gpu ? " (not --list)" : "");
+      return 1;
+    }
     return 0;
   }
 
@@ -267,5 +318,6 @@ int main(int argc, char** argv) {
     if (ptr) CHECK(hipFree(ptr));
   bool all_ok = true;
   for (const Row& r : rows) all_ok = all_ok && r.ok;
+  if (tuning.tune && record_tuning(*handle, p, rows, tuning_db) != 0) return 1;
   return all_ok ? 0 : 1;
 }

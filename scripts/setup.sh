@@ -4,13 +4,17 @@
 #   cmake, ninja-build, g++        the build (Ninja: precise regeneration, see generated/)
 #   python3, python3-jinja2        the instance generator (codegen/, templates/)
 #   libgtest-dev                   the C++ tests
-#   nlohmann-json3-dev             the tests read the build's manifest.json
+#   nlohmann-json3-dev             the library reads and writes the tuning database (JSON; header-only,
+#                                  private to the library); the tests read the build's manifest.json
 #   libcli11-dev                   the profiler's command line
+#   python3-setuptools, python3-wheel, python3-pip
+#                                  pip install of the Python package (python/), checked offline by a test
 #   hipcc, libamdhip64-dev, rocm-device-libs, clang-15, llvm-15
 #                                  the AMD build (HIP 5.2); installed when HIPGN_AMD=1 or no nvcc
 set -euo pipefail
 export PATH="$PATH:/usr/local/cuda/bin"
-pkgs=(cmake ninja-build g++ python3 python3-jinja2 libgtest-dev nlohmann-json3-dev libcli11-dev)
+pkgs=(cmake ninja-build g++ python3 python3-jinja2 libgtest-dev nlohmann-json3-dev libcli11-dev
+      python3-setuptools python3-wheel python3-pip)
 if [ "${HIPGN_AMD:-0}" = 1 ] || ! command -v nvcc > /dev/null; then
   pkgs+=(hipcc libamdhip64-dev rocm-device-libs clang-15 llvm-15)
 fi

@@ -146,6 +146,54 @@ bool run_and_check(const Problem& p, const RunOptions& o, const Launch& launch, 
   return bad == 0 && !::testing::Test::HasFailure();
 }
 
+// Graph capture is outside the HIP subset platform_cuda.hpp maps (the library never captures):
+// the runtime's own names here.
+#if defined(HIPGN_PLATFORM_AMD) || defined(HIPGN_NVIDIA_SYSTEM_HIP)
+#define HIPGN_GRAPH(name) hip##name
+using GraphT = hipGraph_t;
+using GraphExecT = hipGraphExec_t;
+#define HIPGN_CAPTURE_GLOBAL hipStreamCaptureModeGlobal
+#else
+#define HIPGN_GRAPH(name) cuda##name
+using GraphT = cudaGraph_t;
+using GraphExecT = cudaGraphExec_t;
+#define HIPGN_CAPTURE_GLOBAL cudaStreamCaptureModeGlobal
+#endif
+
+Status capture_and_replay(const std::function<Status(hipStream_t)>& work, int replays) {
+  auto failed = [](const char* what, hipError_t e) {
+    return Status::error(StatusCode::runtime_error, std::string(what) + ": " + hipGetErrorString(e));
+  };
+  hipStream_t stream = nullptr;
+  if (hipError_t e = hipStreamCreate(&stream); e != hipSuccess) return failed("stream", e);
+  GraphT graph = nullptr;
+  GraphExecT exec = nullptr;
+  Status s;
+  if (hipError_t e = HIPGN_GRAPH(StreamBeginCapture)(stream, HIPGN_CAPTURE_GLOBAL); e != hipSuccess) {
+    s = failed("begin capture", e);
+  } else {
+    s = work(stream);
+    const hipError_t e_end = HIPGN_GRAPH(StreamEndCapture)(stream, &graph);
+    if (s.ok() && e_end != hipSuccess) s = failed("end capture (something in the capture is not capturable)", e_end);
+  }
+#if defined(HIPGN_PLATFORM_AMD) || defined(HIPGN_NVIDIA_SYSTEM_HIP)
+  if (s.ok())
+    if (hipError_t e = hipGraphInstantiate(&exec, graph, nullptr, nullptr, 0); e != hipSuccess) s = failed("instantiate", e);
+#else
+  if (s.ok())
+    if (hipError_t e = cudaGraphInstantiate(&exec, graph, 0); e != hipSuccess) s = failed("instantiate", e);
+#endif
+  for (int i = 0; s.ok() && i < replays; ++i)
+    if (hipError_t e = HIPGN_GRAPH(GraphLaunch)(exec, stream); e != hipSuccess) s = failed("graph launch", e);
+  if (s.ok())
+    if (hipError_t e = hipStreamSynchronize(stream); e != hipSuccess) s = failed("replay", e);
+  if (exec) (void)HIPGN_GRAPH(GraphExecDestroy)(exec);
+  if (graph) (void)HIPGN_GRAPH(GraphDestroy)(graph);
+  (void)hipStreamDestroy(stream);
+  (void)hipGetLastError();
+  return s;
+}
+
 std::vector<std::string> instance_names(bool backward) {
   std::vector<std::string> names;
   for (const Instance& inst : Registry::global().all())

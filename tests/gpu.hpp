@@ -59,6 +59,11 @@ bool run_and_check(const Problem& p, const RunOptions& o, const Launch& launch, 
 bool run_and_check_bwd(const Problem& p, const RunOptions& o, const Launch& launch, const std::string& what,
                        const Launch* forward = nullptr);
 
+// Captures what `work` enqueues on a fresh stream into a graph, in the global capture mode
+// (where an allocation or a synchronization by anyone fails the capture), then launches the
+// graph `replays` times and waits: proof that `work` is capturable.
+Status capture_and_replay(const std::function<Status(hipStream_t)>& work, int replays = 1);
+
 // Names of the registered instances of one op kind (forward, or any backward op).
 std::vector<std::string> instance_names(bool backward);
 

@@ -5,6 +5,8 @@
 
 #include "hipgn/hipgn.hpp"
 
+static_assert(sizeof(hipgn_problem_t) == 128, "hipgn_problem_t's layout is part of the ABI (FFI bindings mirror it)");
+
 struct hipgn_handle_s {
   std::unique_ptr<hipgn::Handle> handle;
 };
@@ -45,23 +47,14 @@ const hipgn::Status kNotForward = hipgn::Status::error(hipgn::StatusCode::invali
 const hipgn::Status kNotBackward = hipgn::Status::error(
     hipgn::StatusCode::invalid_argument, "hipgn_groupnorm_bwd needs op HIPGN_OP_DX, HIPGN_OP_DGB or HIPGN_OP_BWD");
 const hipgn::Status kNoHandle = hipgn::Status::error(hipgn::StatusCode::invalid_argument, "the handle is null");
+const hipgn::Status kNullOutput =
+    hipgn::Status::error(hipgn::StatusCode::invalid_argument, "a required pointer argument (output or path) is null");
 }  // namespace
 
-extern "C" {
-
-hipgn_status_t hipgn_create(hipgn_handle_t* handle) {
-  if (!handle) return report(kNoHandle);
-  *handle = new hipgn_handle_s;
-  return report(hipgn::Handle::create(&(*handle)->handle));
-}
-
-void hipgn_destroy(hipgn_handle_t handle) { delete handle; }
-
-const char* hipgn_last_error(void) { return g_last_error.c_str(); }
-
-hipgn_status_t hipgn_groupnorm_fwd(hipgn_handle_t handle, const hipgn_problem_t* problem, const void* x, void* y,
-                                   const void* gamma, const void* beta, float* mean, float* rstd, const char* instance,
-                                   void* stream) {
+namespace {
+hipgn_status_t fwd(hipgn_handle_t handle, const hipgn_problem_t* problem, const void* x, void* y, const void* gamma,
+                   const void* beta, float* mean, float* rstd, bool own_workspace, void* workspace,
+                   std::size_t workspace_bytes, const char* instance, void* stream) {
   if (!handle) return report(kNoHandle);
   hipgn::Problem p;
   if (!to_problem(problem, &p)) return report(kBadDescriptor);
@@ -73,13 +66,16 @@ hipgn_status_t hipgn_groupnorm_fwd(hipgn_handle_t handle, const hipgn_problem_t*
   t.beta = beta;
   t.mean = mean;
   t.rstd = rstd;
-  return report(handle->handle->run(p, t, static_cast<hipStream_t>(stream), instance ? instance : ""));
+  const std::string name = instance ? instance : "";
+  auto* s = static_cast<hipStream_t>(stream);
+  return report(own_workspace ? handle->handle->run(p, t, s, name)
+                              : handle->handle->run_with_workspace(p, t, workspace, workspace_bytes, s, name));
 }
 
-hipgn_status_t hipgn_groupnorm_bwd(hipgn_handle_t handle, const hipgn_problem_t* problem, const void* dy,
-                                   const void* x, const float* mean, const float* rstd, const void* gamma,
-                                   const void* beta, void* dx, void* dgamma, void* dbeta, const char* instance,
-                                   void* stream) {
+hipgn_status_t bwd(hipgn_handle_t handle, const hipgn_problem_t* problem, const void* dy, const void* x,
+                   const float* mean, const float* rstd, const void* gamma, const void* beta, void* dx, void* dgamma,
+                   void* dbeta, bool own_workspace, void* workspace, std::size_t workspace_bytes,
+                   const char* instance, void* stream) {
   if (!handle) return report(kNoHandle);
   hipgn::Problem p;
   if (!to_problem(problem, &p)) return report(kBadDescriptor);
@@ -94,8 +90,114 @@ hipgn_status_t hipgn_groupnorm_bwd(hipgn_handle_t handle, const hipgn_problem_t*
   t.dx = dx;
   t.dgamma = dgamma;
   t.dbeta = dbeta;
-  return report(handle->handle->run(p, t, static_cast<hipStream_t>(stream), instance ? instance : ""));
+  const std::string name = instance ? instance : "";
+  auto* s = static_cast<hipStream_t>(stream);
+  return report(own_workspace ? handle->handle->run(p, t, s, name)
+                              : handle->handle->run_with_workspace(p, t, workspace, workspace_bytes, s, name));
 }
+
+// The problem of a call that takes a handle and a descriptor; null (reported) when either is bad.
+bool problem_of(hipgn_handle_t handle, const hipgn_problem_t* problem, hipgn::Problem* p) {
+  if (!handle) {
+    report(kNoHandle);
+    return false;
+  }
+  if (!to_problem(problem, p)) {
+    report(kBadDescriptor);
+    return false;
+  }
+  return true;
+}
+}  // namespace
+
+extern "C" {
+
+hipgn_status_t hipgn_create(hipgn_handle_t* handle) {
+  if (!handle) return report(kNoHandle);
+  *handle = new hipgn_handle_s;
+  return report(hipgn::Handle::create(&(*handle)->handle));
+}
+
+void hipgn_destroy(hipgn_handle_t handle) { delete handle; }
+
+const char* hipgn_last_error(void) { return g_last_error.c_str(); }
+
+
+hipgn_status_t hipgn_groupnorm_fwd(hipgn_handle_t handle, const hipgn_problem_t* problem, const void* x, void* y,
+                                   const void* gamma, const void* beta, float* mean, float* rstd, const char* instance,
+                                   void* stream) {
+  return fwd(handle, problem, x, y, gamma, beta, mean, rstd, true, nullptr, 0, instance, stream);
+}
+
+hipgn_status_t hipgn_groupnorm_bwd(hipgn_handle_t handle, const hipgn_problem_t* problem, const void* dy,
+                                   const void* x, const float* mean, const float* rstd, const void* gamma,
+                                   const void* beta, void* dx, void* dgamma, void* dbeta, const char* instance,
+                                   void* stream) {
+  return bwd(handle, problem, dy, x, mean, rstd, gamma, beta, dx, dgamma, dbeta, true, nullptr, 0, instance, stream);
+}
+
+hipgn_status_t hipgn_groupnorm_fwd_with_workspace(hipgn_handle_t handle, const hipgn_problem_t* problem,
+                                                  const void* x, void* y, const void* gamma, const void* beta,
+                                                  float* mean, float* rstd, void* workspace, size_t workspace_bytes,
+                                                  const char* instance, void* stream) {
+  return fwd(handle, problem, x, y, gamma, beta, mean, rstd, false, workspace, workspace_bytes, instance, stream);
+}
+
+hipgn_status_t hipgn_groupnorm_bwd_with_workspace(hipgn_handle_t handle, const hipgn_problem_t* problem,
+                                                  const void* dy, const void* x, const float* mean,
+                                                  const float* rstd, const void* gamma, const void* beta, void* dx,
+                                                  void* dgamma, void* dbeta, void* workspace, size_t workspace_bytes,
+                                                  const char* instance, void* stream) {
+  return bwd(handle, problem, dy, x, mean, rstd, gamma, beta, dx, dgamma, dbeta, false, workspace, workspace_bytes,
+             instance, stream);
+}
+
+hipgn_status_t hipgn_workspace_size(hipgn_handle_t handle, const hipgn_problem_t* problem, const char* instance,
+                                    size_t* bytes) {
+  hipgn::Problem p;
+  if (!problem_of(handle, problem, &p)) return static_cast<hipgn_status_t>(hipgn::StatusCode::invalid_argument);
+  if (!bytes) return report(kNullOutput);
+  std::size_t n = 0;
+  const hipgn::Status s = handle->handle->workspace_size(p, instance ? instance : "", &n);
+  *bytes = n;
+  return report(s);
+}
+
+hipgn_status_t hipgn_tune(hipgn_handle_t handle, const hipgn_problem_t* problem, void* stream, const char** winner,
+                          double* us) {
+  hipgn::Problem p;
+  if (!problem_of(handle, problem, &p)) return static_cast<hipgn_status_t>(hipgn::StatusCode::invalid_argument);
+  hipgn::TuneResult result;
+  const hipgn::Status s = handle->handle->tune(p, static_cast<hipStream_t>(stream), &result);
+  if (!s.ok()) return report(s);
+  // a name that lives as long as the process: the registry's copy
+  if (winner) *winner = handle->handle->registry().find(result.instance)->name().c_str();
+  if (us) *us = result.us;
+  return HIPGN_STATUS_SUCCESS;
+}
+
+hipgn_status_t hipgn_set_tuned(hipgn_handle_t handle, const hipgn_problem_t* problem, const char* instance) {
+  hipgn::Problem p;
+  if (!problem_of(handle, problem, &p)) return static_cast<hipgn_status_t>(hipgn::StatusCode::invalid_argument);
+  return report(handle->handle->set_tuned(p, instance ? instance : ""));
+}
+
+hipgn_status_t hipgn_tuning_db_load(hipgn_handle_t handle, const char* path) {
+  if (!handle) return report(kNoHandle);
+  if (!path || !*path) return report(kNullOutput);
+  return report(handle->handle->load_tuning_db(path));
+}
+
+hipgn_status_t hipgn_tuning_db_save(hipgn_handle_t handle, const char* path) {
+  if (!handle) return report(kNoHandle);
+  return report(handle->handle->save_tuning_db(path ? path : ""));
+}
+
+const char* hipgn_device_name(hipgn_handle_t handle) {
+  return handle ? handle->handle->device().name.c_str() : "";
+}
+
+int32_t hipgn_api_version(void) { return HIPGN_API_VERSION; }
 
 hipgn_status_t hipgn_choose_instance(hipgn_handle_t handle, const hipgn_problem_t* problem, const char** name) {
   if (!handle || !name) return report(kNoHandle);

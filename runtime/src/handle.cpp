@@ -1,4 +1,7 @@
 // The Handle: device properties, per-stream workspace, tuning state, and dispatch.
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "hipgn/hipgn.hpp"
@@ -49,6 +52,7 @@ Status Handle::create(std::unique_ptr<Handle>* out) {
   const hipError_t e = hipGetDeviceCount(&count);
   if (e != hipSuccess || count == 0) {
     out->reset(new Handle(DeviceInfo{}, false));
+    (*out)->read_env_tuning_db();  // listing and choose() honour it without a GPU too
     return Status::error(StatusCode::no_device, std::string("no GPU: ") +
                                                     (e != hipSuccess ? hipGetErrorString(e) : "the runtime sees no device"));
   }
@@ -63,7 +67,15 @@ Status Handle::create(std::unique_ptr<Handle>* out) {
   info.compute_units = prop.multiProcessorCount;
   info.warp_size = prop.warpSize;
   out->reset(new Handle(info, true));
+  (*out)->read_env_tuning_db();
   return Status::success();
+}
+
+void Handle::read_env_tuning_db() {
+  const char* path = std::getenv("HIPGN_TUNING_DB");
+  if (!path || !*path) return;
+  db_path_ = path;
+  (void)load_tuning_db(db_path_);  // a bad file warns and is skipped: never fatal
 }
 
 Handle::~Handle() {
@@ -73,10 +85,10 @@ Handle::~Handle() {
 const Instance* Handle::choose(const Problem& p, const Tensors* tensors, Status* why) const {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    const auto it = tuned_.find(p.to_string());
-    if (it != tuned_.end()) {
-      const Instance* inst = registry().find(it->second);
-      if (inst && inst->supports(p, tensors, nullptr, info_.compute_units)) return inst;  // else (say, misaligned) fall through
+    if (!tuned_.empty()) {
+      const auto it = tuned_.find(TuningKey::of(p, info_.name));
+      // a tuned instance that cannot take these tensors (misaligned, say) falls through
+      if (it != tuned_.end() && it->second->supports(p, tensors, nullptr, info_.compute_units)) return it->second;
     }
   }
   const Instance* inst = heuristic_choice(registry(), info_, p, tensors);
@@ -84,20 +96,34 @@ const Instance* Handle::choose(const Problem& p, const Tensors* tensors, Status*
   return inst;
 }
 
-std::size_t Handle::workspace_bytes(const Problem& p, const std::string& instance) const {
-  const Instance* inst = instance.empty() ? choose(p, nullptr) : registry().find(instance);
-  return inst ? inst->workspace_bytes(p) : 0;
+Status Handle::workspace_size(const Problem& p, const std::string& instance, std::size_t* bytes) const {
+  *bytes = 0;
+  if (Status s = validate(p); !s.ok()) return s;
+  if (!instance.empty()) {
+    const Instance* inst = registry().find(instance);
+    if (!inst) return Status::error(StatusCode::unknown_instance, "no instance named " + instance + " in this build");
+    std::string why;
+    if (!inst->supports(p, nullptr, &why, info_.compute_units))
+      return Status::error(StatusCode::not_supported, instance + " does not support " + p.to_string() + ": " + why);
+    *bytes = inst->workspace_bytes(p);
+    return Status::success();
+  }
+  // The largest need of the bucket's supporting instances: whatever choose() returns (tuned,
+  // or the heuristic's for any alignment) is among them. Every need is small next to the
+  // tensors (forward split: 12 bytes per slice of a group; backward: 8 bytes per (n, c)).
+  bool any = false;
+  for (const Instance* inst : registry().bucket(Key::of(p)))
+    if (inst->supports(p, nullptr, nullptr, info_.compute_units)) {
+      any = true;
+      *bytes = std::max(*bytes, inst->workspace_bytes(p));
+    }
+  if (!any) return Status::error(StatusCode::not_built, not_built_message(p, build_config()));
+  return Status::success();
 }
 
-Status Handle::set_tuned(const Problem& p, const std::string& instance) {
-  const Instance* inst = registry().find(instance);
-  if (!inst) return Status::error(StatusCode::unknown_instance, "no instance named " + instance + " in this build");
-  std::string why;
-  if (!inst->supports(p, nullptr, &why, info_.compute_units))
-    return Status::error(StatusCode::not_supported, instance + " does not support " + p.to_string() + ": " + why);
-  std::lock_guard<std::mutex> lock(mutex_);
-  tuned_[p.to_string()] = instance;
-  return Status::success();
+std::size_t Handle::workspace_bytes(const Problem& p, const std::string& instance) const {
+  std::size_t bytes = 0;
+  return workspace_size(p, instance, &bytes).ok() ? bytes : 0;
 }
 
 Status Handle::workspace_for(hipStream_t stream, std::size_t bytes, void** ptr) {
@@ -116,22 +142,28 @@ Status Handle::workspace_for(hipStream_t stream, std::size_t bytes, void** ptr) 
   return Status::success();
 }
 
-Status Handle::run(const Problem& p, const Tensors& t, hipStream_t stream, const std::string& instance) {
+Status Handle::select(const Problem& p, const Tensors& t, const std::string& instance, const Instance** out) const {
   Status s = validate(p, t);
   if (!s.ok()) return s;
-  const Instance* inst = nullptr;
-  if (!instance.empty()) {
-    inst = registry().find(instance);
-    if (!inst)
-      return Status::error(StatusCode::unknown_instance,
-                           "no instance named " + instance + " in this build (hipgn_profiler --list lists them)");
-    std::string why;
-    if (!inst->supports(p, &t, &why, info_.compute_units))
-      return Status::error(StatusCode::not_supported, instance + " does not support " + p.to_string() + ": " + why);
-  } else {
-    inst = choose(p, &t, &s);
-    if (!inst) return s;
+  if (instance.empty()) {
+    *out = choose(p, &t, &s);
+    return *out ? Status::success() : s;
   }
+  const Instance* inst = registry().find(instance);
+  if (!inst)
+    return Status::error(StatusCode::unknown_instance,
+                         "no instance named " + instance + " in this build (hipgn_profiler --list lists them)");
+  std::string why;
+  if (!inst->supports(p, &t, &why, info_.compute_units))
+    return Status::error(StatusCode::not_supported, instance + " does not support " + p.to_string() + ": " + why);
+  *out = inst;
+  return Status::success();
+}
+
+Status Handle::run(const Problem& p, const Tensors& t, hipStream_t stream, const std::string& instance) {
+  const Instance* inst = nullptr;
+  Status s = select(p, t, instance, &inst);
+  if (!s.ok()) return s;
   if (!has_device_) return Status::error(StatusCode::no_device, "no GPU: this handle cannot launch");
   void* ws = nullptr;
   if (const std::size_t bytes = inst->workspace_bytes(p)) {
@@ -139,6 +171,84 @@ Status Handle::run(const Problem& p, const Tensors& t, hipStream_t stream, const
     if (!s.ok()) return s;
   }
   return inst->run(p, t, ws, stream);
+}
+
+Status Handle::run_with_workspace(const Problem& p, const Tensors& t, void* workspace, std::size_t workspace_bytes,
+                                  hipStream_t stream, const std::string& instance) {
+  const Instance* inst = nullptr;
+  Status s = select(p, t, instance, &inst);
+  if (!s.ok()) return s;
+  auto bad = [](std::string m) { return Status::error(StatusCode::invalid_argument, std::move(m)); };
+  if (workspace_bytes && !workspace)
+    return bad("the workspace is null but its size is " + std::to_string(workspace_bytes) + " bytes");
+  // 16 bytes: what a vector access of the workspace may need; any allocator's pointer has it
+  if (reinterpret_cast<std::uintptr_t>(workspace) % 16 != 0) return bad("the workspace is not 16-byte aligned");
+  const std::size_t need = inst->workspace_bytes(p);
+  if (need > workspace_bytes)
+    return bad(inst->name() + " needs a workspace of " + std::to_string(need) + " bytes for " + p.to_string() + "; " +
+               std::to_string(workspace_bytes) + " given (workspace_size() says how many)");
+  if (!has_device_) return Status::error(StatusCode::no_device, "no GPU: this handle cannot launch");
+  return inst->run(p, t, need ? workspace : nullptr, stream);
+}
+
+Status Handle::set_tuned(const Problem& p, const std::string& instance, double us) {
+  if (Status s = validate(p); !s.ok()) return s;
+  const Instance* inst = registry().find(instance);
+  if (!inst) return Status::error(StatusCode::unknown_instance, "no instance named " + instance + " in this build");
+  std::string why;
+  if (!inst->supports(p, nullptr, &why, info_.compute_units))
+    return Status::error(StatusCode::not_supported, instance + " does not support " + p.to_string() + ": " + why);
+  const TuningKey key = TuningKey::of(p, info_.name);
+  std::lock_guard<std::mutex> lock(mutex_);
+  db_.set(key, {instance, us});
+  tuned_[key] = inst;
+  recorded_.insert(key);
+  return Status::success();
+}
+
+Status Handle::load_tuning_db(const std::string& path) {
+  TuningDb file;
+  std::vector<std::string> warnings;
+  const Status s = file.load(path, &warnings);
+  for (const std::string& w : warnings) warn_once("tuning database " + path + ": " + w);
+  if (!s.ok()) {
+    warn_once("tuning database " + path + " is skipped: " + s.message);
+    return Status::error(s.code, "tuning database " + path + " is skipped: " + s.message);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [key, entry] : file.entries()) {
+    db_.set(key, entry);
+    std::string why;
+    if (const Instance* inst = resolve(registry(), key, entry, &why)) {
+      tuned_[key] = inst;
+    } else {
+      tuned_.erase(key);  // a stale entry replaces nothing: the heuristics decide
+      warn_once("tuning database " + path + ": " + why);
+    }
+  }
+  return Status::success();
+}
+
+Status Handle::save_tuning_db(const std::string& path_in) const {
+  const std::string path = path_in.empty() ? db_path_ : path_in;
+  if (path.empty())
+    return Status::error(StatusCode::invalid_argument, "no tuning database file: give a path or set HIPGN_TUNING_DB");
+  // What the file holds now (another process may have added entries since this handle read
+  // it), with this handle's winners over it. A malformed file is replaced: it held nothing usable.
+  TuningDb merged;
+  std::vector<std::string> warnings;
+  if (Status s = merged.load(path, &warnings); !s.ok()) {
+    warn_once("tuning database " + path + " is malformed (" + s.message + "); it is replaced");
+    merged = TuningDb{};
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const TuningKey& key : recorded_) merged.set(key, *db_.find(key));
+  return merged.save(path);
+}
+
+TuningDb Handle::tuning_db() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return db_;
 }
 
 }  // namespace hipgn

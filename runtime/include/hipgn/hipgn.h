@@ -4,11 +4,17 @@
 #ifndef HIPGN_H
 #define HIPGN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The version of this C API: hipgn_api_version() of the library loaded at run time must equal
+ * the HIPGN_API_VERSION a caller was written against (FFI bindings check it). 2: caller
+ * workspaces, the workspace query, tuning and the tuning database. */
+#define HIPGN_API_VERSION 2
 
 typedef enum {
   HIPGN_STATUS_SUCCESS = 0,
@@ -62,6 +68,48 @@ hipgn_status_t hipgn_groupnorm_bwd(hipgn_handle_t handle, const hipgn_problem_t*
 /* The instance the automatic choice would use (a name valid for the process's life). */
 hipgn_status_t hipgn_choose_instance(hipgn_handle_t handle, const hipgn_problem_t* problem,
                                      const char** name);
+
+/* --- caller-supplied workspace (capturable in a graph: the library allocates nothing) ------ */
+
+/* Workspace bytes for the problem. instance NULL or "": enough for any instance the automatic
+ * choice can pick for it (tuned or heuristic, whatever the pointers' alignment); else that
+ * instance's need. */
+hipgn_status_t hipgn_workspace_size(hipgn_handle_t handle, const hipgn_problem_t* problem, const char* instance,
+                                    size_t* bytes);
+
+/* hipgn_groupnorm_fwd / _bwd with the caller's workspace: workspace_bytes bytes at workspace
+ * (16-byte aligned; NULL with 0 where hipgn_workspace_size says 0). Its content need not be
+ * initialized. Nothing is allocated and nothing synchronizes: the calls can be captured. */
+hipgn_status_t hipgn_groupnorm_fwd_with_workspace(hipgn_handle_t handle, const hipgn_problem_t* problem,
+                                                  const void* x, void* y, const void* gamma, const void* beta,
+                                                  float* mean, float* rstd, void* workspace, size_t workspace_bytes,
+                                                  const char* instance, void* stream);
+hipgn_status_t hipgn_groupnorm_bwd_with_workspace(hipgn_handle_t handle, const hipgn_problem_t* problem,
+                                                  const void* dy, const void* x, const float* mean,
+                                                  const float* rstd, const void* gamma, const void* beta, void* dx,
+                                                  void* dgamma, void* dbeta, void* workspace, size_t workspace_bytes,
+                                                  const char* instance, void* stream);
+
+/* --- tuning ------------------------------------------------------------------------------- */
+
+/* Times every instance supporting the problem on the handle's GPU (on stream, with buffers of
+ * its own: not capturable) and records the fastest as the problem's choice. *winner (a name
+ * valid for the process's life) and *us (its median time in microseconds) may be NULL. */
+hipgn_status_t hipgn_tune(hipgn_handle_t handle, const hipgn_problem_t* problem, void* stream, const char** winner,
+                          double* us);
+/* Records an instance as the problem's choice, as tuning would. */
+hipgn_status_t hipgn_set_tuned(hipgn_handle_t handle, const hipgn_problem_t* problem, const char* instance);
+/* Adds a tuning database file's entries (hipgn_create already read HIPGN_TUNING_DB's). Entries
+ * this build cannot honour are ignored with a warning on stderr; a malformed file is reported
+ * and skipped (an error status, dispatch unchanged). */
+hipgn_status_t hipgn_tuning_db_load(hipgn_handle_t handle, const char* path);
+/* Adds the winners recorded through this handle to the file (created if missing), keeping its
+ * other entries. path NULL or "": HIPGN_TUNING_DB's. */
+hipgn_status_t hipgn_tuning_db_save(hipgn_handle_t handle, const char* path);
+/* The device's name, as tuning database entries spell it ("none" without a GPU). */
+const char* hipgn_device_name(hipgn_handle_t handle);
+
+int32_t hipgn_api_version(void);
 
 int64_t hipgn_instance_count(void);
 const char* hipgn_instance_name(int64_t index); /* NULL when out of range */

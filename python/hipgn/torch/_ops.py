@@ -1,0 +1,398 @@
+"""The PyTorch operators: hipgn::group_norm_fwd and hipgn::group_norm_bwd, registered through
+torch.library (fake implementations for torch.compile, an autograd formula through hipgn's
+backward from the saved mean and rstd), and group_norm(), the function users call.
+
+Every launch goes on the current stream, with its workspace from PyTorch's caching allocator:
+nothing is allocated by hipgn, so calls can be captured in CUDA graphs and streams stay safe.
+"""
+
+import ctypes
+import math
+import threading
+import typing
+from typing import Optional, Tuple, Union
+
+import torch
+from torch import Tensor
+
+from .. import _library
+
+_lib = _library.library()  # at import: a missing library fails here, naming where it looked
+# "op_x_gamma_layout_act" of every key this build compiled: a dict of plain strings, which
+# torch.compile's tracer reads as constants when group_norm() checks its inputs
+_BUILT = {"_".join(key): True for key in _lib.built_keys()}
+
+_DTYPE_NAMES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
+_DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
+_OP_FWD, _OP_DX, _OP_DGB, _OP_BWD = 0, 1, 2, 3
+ACT_NONE, ACT_SWISH = 0, 1
+
+
+class UnsupportedError(ValueError):
+    """hipgn cannot take these inputs (the message says why); group_norm(..., fallback=True)
+    computes them with PyTorch instead."""
+
+
+def _activation(activation) -> Tuple[int, float]:
+    """None -> no activation; "silu" (or "swish") -> SiLU; ("swish", beta) -> z * sigmoid(beta z)."""
+    if activation is None or activation == "none":
+        return ACT_NONE, 1.0
+    if activation in ("silu", "swish"):
+        return ACT_SWISH, 1.0
+    if isinstance(activation, tuple) and len(activation) == 2 and activation[0] == "swish":
+        return ACT_SWISH, float(activation[1])
+    raise ValueError(f"activation {activation!r}: hipgn fuses None, 'silu', or ('swish', beta)")
+
+
+def layout_of(x: Tensor) -> Optional[str]:
+    """"cf" (contiguous: N, C, spatial...), "cl" (channels-last: C fastest, then the spatial
+    dimensions, then N; for rank 4 and 5 what channels_last and channels_last_3d make), or None.
+    Size-1 dimensions may have any stride; a tensor both ways (one position, one channel) is cf,
+    which then addresses the same bytes."""
+    if x.is_contiguous():
+        return "cf"
+    sizes, strides = x.shape, x.stride()
+    expected = 1
+    for d in [1] + list(range(x.dim() - 1, 1, -1)) + [0]:
+        if sizes[d] != 1 and strides[d] != expected:
+            return None
+        expected *= sizes[d]
+    return "cl"
+
+
+def _to_layout(t: Tensor, layout: str) -> Tensor:
+    """t in the given layout: a copy only if it is not already (a gradient may arrive in any)."""
+    if layout_of(t) == layout:
+        return t
+    if layout == "cf":
+        return t.contiguous()
+    return t.movedim(1, -1).contiguous().movedim(-1, 1)
+
+
+def _gamma_dtype(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor]) -> torch.dtype:
+    if weight is not None:
+        return weight.dtype
+    return bias.dtype if bias is not None else x.dtype
+
+
+def _missing_build(op: str, xd: str, gd: str, layout: str, act: int) -> Optional[str]:
+    act_name = "swish" if act else "none"
+    if _BUILT.get(op + "_" + xd + "_" + gd + "_" + layout + "_" + act_name, False):
+        return None
+    return (f"this libhipgn.so ({_lib.path}) was built without the {op} instances for x {xd}, gamma {gd}, "
+            f"layout {layout}, activation {act_name}: reconfigure it with HIPGN_OPS, HIPGN_DTYPES, HIPGN_LAYOUTS "
+            f"and HIPGN_ACTIVATIONS that include them")
+
+
+def backward_op(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor]) -> Optional[str]:
+    """The backward op autograd will run for these inputs (None: no gradient needed): dx alone
+    with frozen weights, dgamma/dbeta alone (dgb) when x needs none, else the fused bwd."""
+    if not torch.is_grad_enabled():
+        return None
+    need_dx = x.requires_grad
+    need_dgb = (weight is not None and weight.requires_grad) or (bias is not None and bias.requires_grad)
+    return "bwd" if need_dx and need_dgb else "dx" if need_dx else "dgb" if need_dgb else None
+
+
+def why_unsupported(x: Tensor, num_groups: int, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
+                    activation=None, backward: Optional[str] = None) -> Optional[str]:
+    """Why hipgn cannot compute this GroupNorm (None if it can); with `backward` ("dx", "dgb" or
+    "bwd"), that backward op too. Errors PyTorch itself would raise (C not divisible by G, a
+    weight of the wrong shape) raise here too."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"x must be a torch.Tensor, not {type(x).__name__}")
+    if x.dim() < 2:
+        raise ValueError(f"x has shape {tuple(x.shape)}: GroupNorm takes (N, C, *spatial)")
+    c = x.shape[1]
+    if num_groups < 1 or c % num_groups != 0:
+        raise ValueError(f"the {c} channels of x are not divisible by num_groups = {num_groups}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (t.dim() != 1 or t.shape[0] != c):
+            raise ValueError(f"{name} has shape {tuple(t.shape)}; x has {c} channels")
+    act, _ = _activation(activation)
+    if x.device.type != "cuda":
+        return f"x is on {x.device}: hipgn runs on GPUs (PyTorch's 'cuda' devices)"
+    if x.dim() > 2 + _library.MAX_SPATIAL_RANK:
+        return f"x has {x.dim() - 2} spatial dimensions: hipgn takes at most {_library.MAX_SPATIAL_RANK}"
+    xd = _DTYPE_NAMES.get(x.dtype)
+    if xd is None:
+        return f"x is {x.dtype}: hipgn computes float32, float16 and bfloat16"
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is None:
+            continue
+        if t.device != x.device:
+            return f"{name} is on {t.device}, x on {x.device}"
+        if t.dtype != x.dtype and t.dtype != torch.float32:
+            return f"{name} is {t.dtype}: hipgn takes weight and bias of x's dtype ({x.dtype}) or float32"
+    if weight is not None and bias is not None and weight.dtype != bias.dtype:
+        return f"weight is {weight.dtype} but bias {bias.dtype}: hipgn takes one dtype for both"
+    layout = layout_of(x)
+    if layout is None:
+        return (f"x (shape {tuple(x.shape)}, strides {x.stride()}) is neither contiguous nor channels-last: "
+                "hipgn reads those two layouts (call .contiguous() or .contiguous(memory_format=torch.channels_last))")
+    gd = _DTYPE_NAMES[_gamma_dtype(x, weight, bias)]
+    missing = _missing_build("fwd", xd, gd, layout, act)
+    if missing is None and backward is not None:
+        missing = _missing_build(backward, xd, gd, layout, act)
+    return missing
+
+
+# --- the calls into the library ---------------------------------------------------------------
+
+_handles = {}  # device index -> _library.Handle, made with that device current
+_handles_lock = threading.Lock()
+_extra_databases = []  # files load_tuning_db() added: read by handles made later too
+_problems = {}  # the cached descriptor and workspace size of each problem seen
+
+
+def handle(device: int) -> _library.Handle:
+    h = _handles.get(device)
+    if h is None:
+        with _handles_lock:
+            h = _handles.get(device)
+            if h is None:
+                with torch.cuda.device(device):  # hipgn_create takes the current device
+                    h = _lib.handle()
+                for path in _extra_databases:
+                    h.load_tuning_db(path)
+                _handles[device] = h
+    return h
+
+
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def _stream(device: int) -> int:
+    # the private call inductor's generated code uses: a fraction of a microsecond, where
+    # torch.cuda.current_stream() builds a Python object per call
+    if _raw_stream is not None:
+        return _raw_stream(device)
+    return torch.cuda.current_stream(device).cuda_stream
+
+
+def _problem(op: int, x: Tensor, gamma_dtype: torch.dtype, layout: str, num_groups: int, act: int, eps: float,
+             swish_beta: float, device: int):
+    """The C descriptor (by reference) and the workspace bytes of a problem, cached: building
+    them costs more than the launch."""
+    key = (op, tuple(x.shape), x.dtype, gamma_dtype, layout, num_groups, act, eps, swish_beta, device)
+    hit = _problems.get(key)
+    if hit is not None:
+        return hit
+    shape = x.shape
+    p = _library.Problem(op=op, n=shape[0], c=shape[1], groups=num_groups, spatial_rank=len(shape) - 2,
+                         x_dtype=_DTYPE_CODES[x.dtype], gamma_dtype=_DTYPE_CODES[gamma_dtype],
+                         layout=0 if layout == "cf" else 1, act=act, eps=eps, swish_beta=swish_beta)
+    for i, d in enumerate(shape[2:]):
+        p.spatial[i] = d
+    # enough for whatever dispatch picks, tuned later or not: stays valid after tune()
+    ws = handle(device).workspace_size(p)
+    hit = (ctypes.byref(p), ws, p)
+    if len(_problems) >= 65536:  # endless dynamic shapes: start over rather than grow forever
+        _problems.clear()
+    _problems[key] = hit
+    return hit
+
+
+def _ptr(t: Optional[Tensor]) -> Optional[int]:
+    return None if t is None else t.data_ptr()
+
+
+class _OnDevice:
+    """The tensor's device made current, when it is not already (hipgn launches on the current one)."""
+    __slots__ = ("device", "previous")
+
+    def __init__(self, device: int):
+        self.device = device
+        self.previous = None
+
+    def __enter__(self):
+        current = torch.cuda.current_device()
+        if current != self.device:
+            self.previous = current
+            torch.cuda.set_device(self.device)
+
+    def __exit__(self, *exc):
+        if self.previous is not None:
+            torch.cuda.set_device(self.previous)
+
+
+def forward_impl(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], num_groups: int, eps: float, act: int,
+                 swish_beta: float) -> Tuple[Tensor, Tensor, Tensor]:
+    """y (in x's layout), mean and rstd ([N, G] fp32) computed by hipgn on the current stream."""
+    layout = layout_of(x)
+    if layout is None or x.device.type != "cuda":
+        raise UnsupportedError(why_unsupported(x, num_groups, weight, bias) or "unsupported input")
+    y = torch.empty_like(x)  # x's strides: y comes back in x's layout
+    n = x.shape[0]
+    mean = torch.empty((n, num_groups), dtype=torch.float32, device=x.device)
+    rstd = torch.empty((n, num_groups), dtype=torch.float32, device=x.device)
+    if x.numel() == 0:  # an empty batch or spatial extent: PyTorch's statistics of nothing
+        return y, mean.fill_(math.nan), rstd.fill_(math.nan)
+    weight = weight.contiguous() if weight is not None else None
+    bias = bias.contiguous() if bias is not None else None
+    device = x.device.index
+    pref, ws_bytes, _ = _problem(_OP_FWD, x, _gamma_dtype(x, weight, bias), layout, num_groups, act, eps, swish_beta,
+                                 device)
+    h = handle(device)
+    with _OnDevice(device):
+        ws = torch.empty((ws_bytes,), dtype=torch.uint8, device=x.device) if ws_bytes else None
+        status = _lib.fwd(h.ptr, pref, x.data_ptr(), y.data_ptr(), _ptr(weight), _ptr(bias), mean.data_ptr(),
+                          rstd.data_ptr(), _ptr(ws), ws_bytes, None, _stream(device))
+    if status != 0:
+        raise _lib.error(status)
+    return y, mean, rstd
+
+
+def backward_outputs(x: Tensor, weight: Optional[Tensor], need_dx: bool,
+                     need_dgb: bool) -> Tuple[Tensor, Tensor, Tensor]:
+    """dx, dgamma, dbeta, allocated; what is not computed is an empty tensor. Shared by the
+    real and the fake implementation, so that they agree by construction."""
+    dx = torch.empty_like(x) if need_dx else x.new_empty((0,))
+    if need_dgb and weight is not None:
+        return (dx, torch.empty_like(weight, memory_format=torch.contiguous_format),
+                torch.empty_like(weight, memory_format=torch.contiguous_format))
+    return dx, x.new_empty((0,)), x.new_empty((0,))
+
+
+def backward_impl(dy: Tensor, x: Tensor, mean: Tensor, rstd: Tensor, weight: Optional[Tensor],
+                  bias: Optional[Tensor], num_groups: int, eps: float, act: int, swish_beta: float, need_dx: bool,
+                  need_dgb: bool) -> Tuple[Tensor, Tensor, Tensor]:
+    """dx and (with weight) dgamma, dbeta through hipgn's backward, from the forward's mean and
+    rstd; dy must be in x's layout."""
+    need_dgb = need_dgb and weight is not None
+    dx, dgamma, dbeta = backward_outputs(x, weight, need_dx, need_dgb)
+    if not (need_dx or need_dgb):
+        return dx, dgamma, dbeta
+    if x.numel() == 0:
+        return dx, dgamma.zero_(), dbeta.zero_()
+    layout = layout_of(x)
+    if layout is None or layout_of(dy) != layout or dy.shape != x.shape:
+        raise UnsupportedError(f"dy (shape {tuple(dy.shape)}, strides {dy.stride()}) must have x's shape and layout "
+                               f"({tuple(x.shape)}, {layout})")
+    weight = weight.contiguous() if weight is not None else None
+    bias = bias.contiguous() if bias is not None else None
+    op = _OP_BWD if need_dx and need_dgb else (_OP_DX if need_dx else _OP_DGB)
+    device = x.device.index
+    pref, ws_bytes, _ = _problem(op, x, _gamma_dtype(x, weight, bias), layout, num_groups, act, eps, swish_beta,
+                                 device)
+    h = handle(device)
+    with _OnDevice(device):
+        ws = torch.empty((ws_bytes,), dtype=torch.uint8, device=x.device) if ws_bytes else None
+        status = _lib.bwd(h.ptr, pref, dy.data_ptr(), x.data_ptr(), mean.data_ptr(), rstd.data_ptr(), _ptr(weight),
+                          _ptr(bias), dx.data_ptr() if need_dx else None,
+                          dgamma.data_ptr() if need_dgb else None, dbeta.data_ptr() if need_dgb else None, _ptr(ws),
+                          ws_bytes, None, _stream(device))
+    if status != 0:
+        raise _lib.error(status)
+    return dx, dgamma, dbeta
+
+
+# --- the operators --------------------------------------------------------------------------
+# (typing.Optional/Tuple rather than PEP 604: infer_schema reads these annotations; no
+# "from __future__ import annotations" in this file for the same reason)
+
+@torch.library.custom_op("hipgn::group_norm_fwd", mutates_args=(), device_types="cuda")
+def group_norm_fwd(x: Tensor, weight: typing.Optional[Tensor], bias: typing.Optional[Tensor], num_groups: int,
+                   eps: float, act: int, swish_beta: float) -> typing.Tuple[Tensor, Tensor, Tensor]:
+    """y = act(weight * (x - mean) * rstd + bias), and mean, rstd [N, G] fp32 (for the backward)."""
+    return forward_impl(x, weight, bias, num_groups, eps, act, swish_beta)
+
+
+@group_norm_fwd.register_fake
+def _(x, weight, bias, num_groups, eps, act, swish_beta):
+    n = x.shape[0]
+    return (torch.empty_like(x), x.new_empty((n, num_groups), dtype=torch.float32),
+            x.new_empty((n, num_groups), dtype=torch.float32))
+
+
+@torch.library.custom_op("hipgn::group_norm_bwd", mutates_args=(), device_types="cuda")
+def group_norm_bwd(dy: Tensor, x: Tensor, mean: Tensor, rstd: Tensor, weight: typing.Optional[Tensor],
+                   bias: typing.Optional[Tensor], num_groups: int, eps: float, act: int, swish_beta: float,
+                   need_dx: bool, need_dgb: bool) -> typing.Tuple[Tensor, Tensor, Tensor]:
+    """dx (if need_dx), dgamma and dbeta (if need_dgb and weight is given; empty otherwise)."""
+    return backward_impl(dy, x, mean, rstd, weight, bias, num_groups, eps, act, swish_beta, need_dx, need_dgb)
+
+
+@group_norm_bwd.register_fake
+def _(dy, x, mean, rstd, weight, bias, num_groups, eps, act, swish_beta, need_dx, need_dgb):
+    return backward_outputs(x, weight, need_dx, need_dgb and weight is not None)
+
+
+def _setup_context(ctx, inputs, output):
+    x, weight, bias, num_groups, eps, act, swish_beta = inputs
+    _, mean, rstd = output
+    ctx.save_for_backward(x, weight, bias, mean, rstd)
+    ctx.hipgn_args = (num_groups, eps, act, swish_beta)
+    ctx.mark_non_differentiable(mean, rstd)
+
+
+def _backward(ctx, dy, _dmean, _drstd):
+    x, weight, bias, mean, rstd = ctx.saved_tensors
+    num_groups, eps, act, swish_beta = ctx.hipgn_args
+    need_dx, need_dw, need_db = ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.needs_input_grad[2]
+    dy = _to_layout(dy, layout_of(x) or "cf")
+    dx, dw, db = torch.ops.hipgn.group_norm_bwd.default(dy, x, mean, rstd, weight, bias, num_groups, eps, act,
+                                                        swish_beta, need_dx, need_dw or need_db)
+    return dx if need_dx else None, dw if need_dw else None, db if need_db else None, None, None, None, None
+
+
+group_norm_fwd.register_autograd(_backward, setup_context=_setup_context)
+
+
+# --- the function users call ----------------------------------------------------------------
+
+_eager_fast_path = True
+
+
+def set_eager_fast_path(enabled: bool) -> None:
+    """In eager mode without autograd (inference), group_norm() calls hipgn directly instead of
+    through the dispatcher, which saves most of the per-call host time. On by default; off makes
+    every call go through the registered operator."""
+    global _eager_fast_path
+    _eager_fast_path = bool(enabled)
+
+
+def _plain_eager(x: Tensor) -> bool:
+    """Whether nothing observes or transforms this call (tracing, dispatch or function modes,
+    functorch, tensor subclasses): only then may it skip the dispatcher. Anything unknown: no."""
+    if type(x) is not Tensor or torch.jit.is_tracing():
+        return False
+    try:
+        return (torch._C._len_torch_dispatch_stack() == 0 and not torch._C._is_torch_function_mode_enabled()
+                and not torch._C._functorch.is_functorch_wrapped_tensor(x))
+    except AttributeError:  # a PyTorch without these internals: take the safe path
+        return False
+
+
+def _torch_group_norm(x, num_groups, weight, bias, eps, act, swish_beta):
+    y = torch.nn.functional.group_norm(x, num_groups, weight, bias, eps)
+    if act == ACT_SWISH:
+        y = torch.nn.functional.silu(y) if swish_beta == 1.0 else y * torch.sigmoid(swish_beta * y)
+    return y
+
+
+def group_norm(x: Tensor, num_groups: int, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
+               eps: float = 1e-5, activation: Union[None, str, Tuple[str, float]] = None, *,
+               fallback: bool = False) -> Tensor:
+    """F.group_norm(x, num_groups, weight, bias, eps), then the activation (None, "silu", or
+    ("swish", beta) for z * sigmoid(beta z)), fused, computed by hipgn.
+
+    x: (N, C, *spatial) on a GPU, float32, float16 or bfloat16, contiguous or channels-last (read
+    from the strides; y comes back in x's layout). weight, bias: x's dtype or float32 (what
+    autocast and mixed-precision training produce). Works under autograd, torch.compile
+    (fullgraph) and CUDA graph capture, on the current stream. What hipgn cannot take raises
+    UnsupportedError saying why, or, with fallback=True, is computed by PyTorch instead.
+    """
+    act, swish_beta = _activation(activation)
+    grad_op = backward_op(x, weight, bias)
+    why = why_unsupported(x, num_groups, weight, bias, activation, backward=grad_op)
+    if why is not None:
+        if fallback:
+            return _torch_group_norm(x, num_groups, weight, bias, eps, act, swish_beta)
+        raise UnsupportedError(why)
+    if weight is None and (bias is not None or act == ACT_SWISH):
+        # hipgn's backward takes gamma when there is a bias gradient or Swish to recompute
+        weight = torch.ones(x.shape[1], dtype=_gamma_dtype(x, weight, bias), device=x.device)
+    if not torch.compiler.is_compiling() and _eager_fast_path and grad_op is None and _plain_eager(x):
+        return forward_impl(x, weight, bias, num_groups, float(eps), act, swish_beta)[0]
+    return torch.ops.hipgn.group_norm_fwd.default(x, weight, bias, num_groups, float(eps), act, swish_beta)[0]
