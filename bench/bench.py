@@ -170,6 +170,15 @@ def timings(torch, fn, cold_sets, warm_set):
 
 
 # --- the peers --------------------------------------------------------------------------------
+def raise_recompile_limits(torch):
+    # Every problem compiles its own specialization of the same function (as a network's
+    # GroupNorm layers of distinct shapes do); past Dynamo's default limit of 8 it would
+    # silently run eager instead.
+    import torch._dynamo
+    torch._dynamo.config.recompile_limit = 100000
+    torch._dynamo.config.accumulated_recompile_limit = 100000
+
+
 def peer_fns(torch, g, compiled):
     import torch.nn.functional as F
 
@@ -199,6 +208,7 @@ def warm_compile_worker(args):
     """Compile (filling the on-disk inductor caches) one problem's forward and step."""
     name, (n, c, spatial, g), dtype_name, layout = args
     import torch
+    raise_recompile_limits(torch)
     dtype = getattr(torch, dtype_name)
     s = make_set(torch, n, c, spatial, g, dtype, layout, True)
     prepare_step_sets(torch, [s])
@@ -229,6 +239,7 @@ def main():
 
     import torch
     torch.backends.cudnn.benchmark = False
+    raise_recompile_limits(torch)
     t_start = time.time()
     hg = Hipgn(a.lib, torch)
     props = torch.cuda.get_device_properties(0)

@@ -14,11 +14,24 @@ cmake --build $BUILD -j 16 > "$OUT/build.log" 2>&1 || { grep -E "error|FAILED" "
 echo "build: $(( $(date +%s) - start )) s"
 grep -c "spill" "$OUT/build.log" | sed 's/^/ptxas spill warnings: /'
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
-(cd $BUILD && ctest -j 4 --output-on-failure > "$OUT/ctest.log" 2>&1)
+# The PyTorch tests (label torch) run in scripts/gpu_torch_check.sh, under their own budget.
+(cd $BUILD && ctest -j 4 --output-on-failure ${CTEST_ARGS:--LE torch} > "$OUT/ctest.log" 2>&1)
 rc=$?
 grep -E "tests passed|tests failed|instances tested|registry holds" "$OUT/ctest.log" | sort | uniq
-$BUILD/tests/hipgn_tests --gtest_filter='FwdInstance*:FwdDispatch*' 2>&1 | grep -E "instances tested|PASSED|FAILED" | head -5
+echo "instances tested: $(grep -cE "Test +#[0-9]+: All/(Fwd|Bwd)Instance.* Passed" "$OUT/ctest.log") passed of $(grep -cE "Test +#[0-9]+: All/(Fwd|Bwd)Instance" "$OUT/ctest.log") instance tests"
 grep -E "^\s+[0-9]+ - .*(Failed|Timeout)" "$OUT/ctest.log" | head -20
+# compute-sanitizer over the resident family (persistent grid, cross-workgroup exchange, bulk
+# copies) on the odd-shape corpus: memory errors, shared-memory races, barrier misuse.
+if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer > /dev/null; then
+  filter='*FwdInstance*f16_f16_cf_swish_resident_b256_v8_e4:*FwdInstance*f16_f16_cl_swish_resident_b512_v8_e8:*FwdInstance*f32_f32_cf_none_resident_b512_v4_e2:*FwdInstance*bf16_f32_cl_none_resident_b256_v8_e2'
+  for tool in memcheck racecheck synccheck; do
+    timeout 100 compute-sanitizer --tool $tool --error-exitcode 9 $BUILD/tests/hipgn_tests --gtest_filter="$filter" \
+      > "$OUT/sanitize_$tool.log" 2>&1
+    src=$?
+    echo "compute-sanitizer $tool: rc=$src, $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitize_$tool.log" | tail -1) $(grep -cE "^\[       OK" "$OUT/sanitize_$tool.log") tests ok"
+    [ $src -ne 0 ] && rc=1
+  done
+fi
 shift_args="$*"
 [ -n "$shift_args" ] && eval "$shift_args"
 exit $rc

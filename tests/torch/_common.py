@@ -54,8 +54,14 @@ def max_violation(got, want, dtype):
 
 def reference(x, num_groups, weight, bias, eps, act, swish_beta):
     """F.group_norm (+ Swish) in float64, from exactly the values hipgn sees."""
-    y = F.group_norm(x.double(), num_groups, None if weight is None else weight.double(),
-                     None if bias is None else bias.double(), eps)
+    # PyTorch 2.11's float64 group_norm backward fails ("tensor does not have a device") with a
+    # bias but no weight; the reference applies the affine itself, which is the same function
+    y = F.group_norm(x.double(), num_groups, None, None, eps)
+    shape = (1, -1) + (1,) * (x.dim() - 2)
+    if weight is not None:
+        y = y * weight.double().reshape(shape)
+    if bias is not None:
+        y = y + bias.double().reshape(shape)
     if act:
         y = y * torch.sigmoid(swish_beta * y)
     return y

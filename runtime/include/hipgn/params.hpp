@@ -90,9 +90,14 @@ struct Params {
 // Channels staged per channels-first item: a slice touches at most min(C/G, its elements / HW
 // + 2) channels.
 inline constexpr int kResidentStageChannels = 1024;
-// Dynamic shared memory a resident workgroup may ask for: what every sm_90 part and AMD's
-// 64 KB LDS (the register path asks for no stages) leave after the static arrays.
-inline constexpr std::int64_t kResidentMaxSmem = 160 * 1024;
+// Dynamic shared memory a resident workgroup may ask for: within sm_90's 227 KB a workgroup
+// with room for the static arrays (AMD's register path asks for no stages, so its need stays
+// within the 64 KB LDS for the C and G the support check lets through).
+#if defined(HIPGN_PLATFORM_AMD)
+inline constexpr std::int64_t kResidentMaxSmem = 48 * 1024;
+#else
+inline constexpr std::int64_t kResidentMaxSmem = 200 * 1024;
+#endif
 // Channels-last shared memory, in floats: per-lane channel means and M2 (2 x row_lanes x C;
 // the first, at least 2 x C, later holds scale and shift), per-group statistics (2 x G) and
 // gamma, beta (2 x C).
