@@ -1,5 +1,7 @@
 // The Handle: device properties, per-stream workspace, tuning state, and dispatch.
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "hipgn/hipgn.hpp"
 
@@ -44,6 +46,41 @@ std::string not_built_message(const Problem& p, const BuildConfig& cfg) {
   return m;
 }
 
+Status no_instance_status(const Registry& reg, const Problem& p, const Tensors* tensors) {
+  const auto& bucket = reg.bucket(Key::of(p));
+  if (bucket.empty()) return Status::error(StatusCode::not_built, not_built_message(p, build_config()));
+  // Each family's distinct reasons, in registration order; families with the same reasons
+  // share one clause, so a limit every instance hits (say, a grid dimension) reads once.
+  std::vector<std::pair<std::string, std::vector<std::string>>> families;  // family -> reasons
+  for (const Instance* inst : bucket) {
+    std::string why;
+    if (inst->supports(p, tensors, &why)) why = "supports it, but no heuristic rule picks this family for it";
+    const std::string family(to_string(inst->spec().family));
+    auto it = families.begin();
+    while (it != families.end() && it->first != family) ++it;
+    if (it == families.end()) it = families.insert(families.end(), {family, {}});
+    bool seen = false;
+    for (const std::string& r : it->second) seen = seen || r == why;
+    if (!seen) it->second.push_back(why);
+  }
+  constexpr std::size_t kMaxReasons = 3;  // per family: enough to see the pattern, one line
+  std::vector<std::pair<std::string, std::string>> clauses;  // families -> their reasons
+  for (const auto& [family, reasons] : families) {
+    std::string text;
+    for (std::size_t i = 0; i < reasons.size() && i < kMaxReasons; ++i) text += (i ? "; " : "") + reasons[i];
+    if (reasons.size() > kMaxReasons) text += "; and " + std::to_string(reasons.size() - kMaxReasons) + " more";
+    auto it = clauses.begin();
+    while (it != clauses.end() && it->second != text) ++it;
+    if (it == clauses.end()) clauses.push_back({family, text});
+    else it->first += ", " + family;
+  }
+  std::string m = "this build has " + std::to_string(bucket.size()) + " instances for " + Key::of(p).to_string() +
+                  " but none supports " + p.to_string() + ":";
+  for (std::size_t i = 0; i < clauses.size(); ++i)
+    m += (i ? " | " : " ") + clauses[i].first + ": " + clauses[i].second;
+  return Status::error(StatusCode::not_supported, m);
+}
+
 Status Handle::create(std::unique_ptr<Handle>* out) {
   int count = 0;
   const hipError_t e = hipGetDeviceCount(&count);
@@ -80,7 +117,27 @@ const Instance* Handle::choose(const Problem& p, const Tensors* tensors, Status*
     }
   }
   const Instance* inst = heuristic_choice(registry(), info_, p, tensors);
-  if (!inst && why) *why = Status::error(StatusCode::not_built, not_built_message(p, build_config()));
+  if (!inst && why) *why = no_instance_status(registry(), p, tensors);
+  return inst;
+}
+
+const Instance* Handle::named(const Problem& p, const std::string& name, const Tensors* tensors, Status* why) const {
+  auto fail = [why](StatusCode code, std::string m) -> const Instance* {
+    if (why) *why = Status::error(code, std::move(m));
+    return nullptr;
+  };
+  const Instance* inst = registry().find(name);
+  if (!inst) {
+    if (!InstanceSpec::parse(name))
+      return fail(StatusCode::unknown_instance,
+                  "'" + name + "' is not an instance name (gn_<op>_<x dtype>_<gamma dtype>_<layout>_<act>_<family>"
+                  "_b<block>_v<vector>_e<per thread>)");
+    return fail(StatusCode::unknown_instance, name + " is a valid name but this build did not compile it (preset " +
+                                                  "or HIPGN_INSTANCE_FILTER); hipgn_profiler --list lists those built");
+  }
+  std::string reason;
+  if (!inst->supports(p, tensors, &reason))
+    return fail(StatusCode::not_supported, name + " does not support " + p.to_string() + ": " + reason);
   return inst;
 }
 
@@ -121,13 +178,8 @@ Status Handle::run(const Problem& p, const Tensors& t, hipStream_t stream, const
   if (!s.ok()) return s;
   const Instance* inst = nullptr;
   if (!instance.empty()) {
-    inst = registry().find(instance);
-    if (!inst)
-      return Status::error(StatusCode::unknown_instance,
-                           "no instance named " + instance + " in this build (hipgn_profiler --list lists them)");
-    std::string why;
-    if (!inst->supports(p, &t, &why))
-      return Status::error(StatusCode::not_supported, instance + " does not support " + p.to_string() + ": " + why);
+    inst = named(p, instance, &t, &s);
+    if (!inst) return s;
   } else {
     inst = choose(p, &t, &s);
     if (!inst) return s;
