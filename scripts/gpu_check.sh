@@ -14,9 +14,11 @@ cmake --build $BUILD -j 16 > "$OUT/build.log" 2>&1 || { grep -E "error|FAILED" "
 echo "build: $(( $(date +%s) - start )) s"
 grep -c "spill" "$OUT/build.log" | sed 's/^/ptxas spill warnings: /'
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
-(cd $BUILD && ctest -j 4 --output-on-failure > "$OUT/ctest.log" 2>&1)
+(cd $BUILD && ctest -j 4 --output-on-failure --output-junit ctest.xml > "$OUT/ctest.log" 2>&1)
 rc=$?
-grep -E "tests passed|tests failed|instances tested|registry holds" "$OUT/ctest.log" | sort | uniq
+cp $BUILD/ctest.xml "$OUT/" 2> /dev/null
+python3 scripts/test_summary.py $BUILD/ctest.xml "$OUT/ctest.log" | tee "$OUT/summary.txt" | tail -n 30
+grep -E "instances tested|registry holds" "$OUT/ctest.log" | sort | uniq
 $BUILD/tests/hipgn_tests --gtest_filter='FwdInstance*:FwdDispatch*' 2>&1 | grep -E "instances tested|PASSED|FAILED" | head -5
 grep -E "^\s+[0-9]+ - .*(Failed|Timeout)" "$OUT/ctest.log" | head -20
 shift_args="$*"
