@@ -33,15 +33,23 @@ else
   fi
 fi
 seconds=$(( $(date +%s) - start ))
+# CPU time of everything this script ran (the compilers): next to the wall time, it shows how
+# much of that time another load on the machine took (2 idle cores: wall = cpu / 2 at best)
+times > "$build/.times"
+cpu=$(awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); n += t[1] * 60 + t[2] } printf "%d", n }' \
+  "$build/.times")
+rm -f "$build/.times"
 # what this build holds, from the generator's manifest and its translation units
 read -r instances preset < <(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(m["count"], m["preset"])' \
   "$build/generated/manifest.json")
 units=$(find "$build/generated/tu" -name '*.cpp' | wc -l)
-compiled=$(grep -c -E '^\[[0-9]+/[0-9]+\] Building .* object generated/' "$log" || true)
+compiled=$(grep -c -E '^\[[0-9]+/[0-9]+\] Building .* object generated/.*/tu/' "$log" || true)
+objects=$(grep -c -E '^\[[0-9]+/[0-9]+\] Building ' "$log" || true)
 spills=$(grep -c "Registers are spilled" "$log" || true)
 printf -v took '%d min %02d s' $((seconds / 60)) $((seconds % 60))
-line="build: $instances instances ($preset preset) in $units translation units; $kind build compiled $compiled of them in $took"
+line="build: $instances instances ($preset preset) in $units translation units; $kind build compiled $compiled of them"
+line+=" in $took ($((cpu / 60)) min $((cpu % 60)) s of CPU on $(nproc) cores)"
 [ "$spills" = 0 ] || line+="; ptxas reported $spills register spills"
 echo "$line"
-printf 'kind=%s seconds=%d instances=%d units=%d compiled=%d spills=%d\n' "$kind" "$seconds" "$instances" "$units" \
-  "$compiled" "$spills" > "$build/build-summary.txt"
+printf 'kind=%s seconds=%d cpu_seconds=%d cores=%d instances=%d units=%d compiled=%d objects=%d spills=%d\n' "$kind" \
+  "$seconds" "$cpu" "$(nproc)" "$instances" "$units" "$compiled" "$objects" "$spills" > "$build/build-summary.txt"

@@ -21,6 +21,10 @@ python3 scripts/test_summary.py $BUILD/ctest.xml "$OUT/ctest.log" | tee "$OUT/su
 grep -E "instances tested|registry holds" "$OUT/ctest.log" | sort | uniq
 $BUILD/tests/hipgn_tests --gtest_filter='FwdInstance*:FwdDispatch*' 2>&1 | grep -E "instances tested|PASSED|FAILED" | head -5
 grep -E "^\s+[0-9]+ - .*(Failed|Timeout)" "$OUT/ctest.log" | head -20
+# the README's main job, timed for real: every instance verified (exit 0), the CSV written
+$BUILD/profiler/hipgn_profiler --csv "$OUT/sd.csv" > "$OUT/profiler_sd.txt" 2>&1
+echo "profiler on the SD problem: exit $? (0: all verified), $(($(wc -l < "$OUT/sd.csv" 2> /dev/null || echo 1) - 1)) CSV rows"
+scripts/check_install.sh $BUILD 2>&1 | tail -n 6
 shift_args="$*"
 [ -n "$shift_args" ] && eval "$shift_args"
 exit $rc
