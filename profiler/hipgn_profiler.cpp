@@ -20,14 +20,14 @@ namespace {
 using namespace hipgn;
 using namespace hipgn::profiler;
 
-#define CHECK(expr)                                                                   \
-  do {                                                                                \
-    const hipError_t e_ = (expr);                                                     \
-    if (e_ != hipSuccess) {                                                           \
-      std::fprintf(stderr, "hipgn_profiler: runtime error: %s: %s\n", #expr,         \
-                   hipGetErrorString(e_));                                            \
-      std::exit(kExitRuntimeError);                                                   \
-    }                                                                                 \
+#define CHECK(expr)                                                          \
+  do {                                                                       \
+    const hipError_t e_ = (expr);                                            \
+    if (e_ != hipSuccess) {                                                  \
+      std::fprintf(stderr, "hipgn_profiler: runtime error: %s: %s\n", #expr, \
+                   hipGetErrorString(e_));                                   \
+      std::exit(kExitRuntimeError);                                          \
+    }                                                                        \
   } while (0)
 
 struct Timing {

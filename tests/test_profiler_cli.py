@@ -46,8 +46,8 @@ REFUSALS = {
                            "<layout>_<act>_<family>_b<block>_v<vector>_e<per thread>)"),
     "instance_not_compiled": (["--instance", "gn_fwd_f16_f16_cl_swish_looped_b999_v1_e1"],
                               "--instance: gn_fwd_f16_f16_cl_swish_looped_b999_v1_e1 is a valid name but this build "
-                              "did not compile it (preset or HIPGN_INSTANCE_FILTER); hipgn_profiler --list lists "
-                              "those built"),
+                              "did not compile it (preset or HIPGN_INSTANCE_FILTER); the build's manifest.json "
+                              "lists those it did"),
 }
 
 

@@ -133,7 +133,7 @@ const Instance* Handle::named(const Problem& p, const std::string& name, const T
                   "'" + name + "' is not an instance name (gn_<op>_<x dtype>_<gamma dtype>_<layout>_<act>_<family>"
                   "_b<block>_v<vector>_e<per thread>)");
     return fail(StatusCode::unknown_instance, name + " is a valid name but this build did not compile it (preset " +
-                                                  "or HIPGN_INSTANCE_FILTER); hipgn_profiler --list lists those built");
+                                                  "or HIPGN_INSTANCE_FILTER); the build's manifest.json lists those it did");
   }
   std::string reason;
   if (!inst->supports(p, tensors, &reason))
