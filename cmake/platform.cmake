@@ -15,6 +15,7 @@ endif()
 set(HIPGN_PLATFORM "${HIPGN_PLATFORM}" CACHE STRING "GPU platform: nvidia or amd (empty: detected)" FORCE)
 message(STATUS "hipgn: platform ${HIPGN_PLATFORM}")
 
+set(HIPGN_PLATFORM_DEFINITIONS "")
 add_library(hipgn_gpu_runtime INTERFACE)
 add_library(hipgn::gpu_runtime ALIAS hipgn_gpu_runtime)
 
@@ -31,7 +32,7 @@ if(HIPGN_PLATFORM STREQUAL "nvidia")
   if(HIPGN_NVIDIA_SYSTEM_HIP)
     find_path(HIPGN_HIP_INCLUDE hip/hip_runtime.h REQUIRED)
     target_include_directories(hipgn_gpu_runtime INTERFACE ${HIPGN_HIP_INCLUDE})
-    target_compile_definitions(hipgn_gpu_runtime INTERFACE HIPGN_NVIDIA_SYSTEM_HIP __HIP_PLATFORM_NVIDIA__)
+    set(HIPGN_PLATFORM_DEFINITIONS HIPGN_NVIDIA_SYSTEM_HIP __HIP_PLATFORM_NVIDIA__)
   endif()
   function(hipgn_gpu_sources)
     set_source_files_properties(${ARGN} DIRECTORY ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}
@@ -49,7 +50,7 @@ elseif(HIPGN_PLATFORM STREQUAL "amd")
   endif()
   find_library(HIPGN_AMDHIP64 amdhip64 REQUIRED)
   target_link_libraries(hipgn_gpu_runtime INTERFACE ${HIPGN_AMDHIP64})
-  target_compile_definitions(hipgn_gpu_runtime INTERFACE HIPGN_PLATFORM_AMD __HIP_PLATFORM_AMD__)
+  set(HIPGN_PLATFORM_DEFINITIONS HIPGN_PLATFORM_AMD __HIP_PLATFORM_AMD__)
   include(${CMAKE_CURRENT_LIST_DIR}/amd_device_libs.cmake)  # HIPGN_AMD_DEVICE_LIB_DIR
   set(HIPGN_HIP_FLAGS -x hip --rocm-path=/usr --hip-device-lib-path=${HIPGN_AMD_DEVICE_LIB_DIR}
       -mllvm -amdgpu-early-inline-all=true -mllvm -amdgpu-function-calls=false)
@@ -64,4 +65,7 @@ elseif(HIPGN_PLATFORM STREQUAL "amd")
 else()
   message(FATAL_ERROR "hipgn: HIPGN_PLATFORM must be nvidia or amd, not '${HIPGN_PLATFORM}'")
 endif()
+# What code including hipgn's headers must define to see the right runtime API: given apart
+# from the runtime library, so that libhipgn.so can pass these on without its runtime.
+target_compile_definitions(hipgn_gpu_runtime INTERFACE ${HIPGN_PLATFORM_DEFINITIONS})
 message(STATUS "hipgn: GPU targets ${HIPGN_GPU_TARGETS}")

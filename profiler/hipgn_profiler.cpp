@@ -1,9 +1,8 @@
 // hipgn_profiler: for one problem (any op), run every supporting instance, verify it against the CPU
 // reference, time it with device events (warm-up, median of many runs, L2 flushed between
 // runs) next to a same-size device-to-device copy, and mark the fastest and the heuristic's
-// choice. In the manner of ckProfiler and cutlass_profiler.
-#include <CLI/CLI.hpp>
-
+// choice. In the manner of ckProfiler and cutlass_profiler. The command line and the exit
+// codes are in options.hpp.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -15,18 +14,21 @@
 
 #include "hipgn/hipgn.hpp"
 #include "hipgn/reference.hpp"
+#include "options.hpp"
 
 namespace {
 
 using namespace hipgn;
+using namespace hipgn::profiler;
 
-#define CHECK(expr)                                                                   \
-  do {                                                                                \
-    const hipError_t e_ = (expr);                                                     \
-    if (e_ != hipSuccess) {                                                           \
-      std::fprintf(stderr, "hipgn_profiler: %s: %s\n", #expr, hipGetErrorString(e_)); \
-      std::exit(1);                                                                   \
-    }                                                                                 \
+#define CHECK(expr)                                                          \
+  do {                                                                       \
+    const hipError_t e_ = (expr);                                            \
+    if (e_ != hipSuccess) {                                                  \
+      std::fprintf(stderr, "hipgn_profiler: runtime error: %s: %s\n", #expr, \
+                   hipGetErrorString(e_));                                   \
+      std::exit(kExitRuntimeError);                                          \
+    }                                                                        \
   } while (0)
 
 struct Timing {
@@ -59,44 +61,44 @@ double median_us(Fn&& fn, int warmup, int iters, void* flush, std::size_t flush_
 struct Row {
   std::string name;
   bool ok = false;
+  bool launch_failed = false;
   double max_err = 0, us = 0, gbps = 0, pct_copy = 0;
   std::string note;
 };
 
-std::vector<std::int64_t> parse_dims(const std::string& s) {
-  std::vector<std::int64_t> d;
-  std::size_t start = 0;
-  while (start < s.size()) {
-    std::size_t end = s.find_first_of(",x", start);
-    if (end == std::string::npos) end = s.size();
-    d.push_back(std::stoll(s.substr(start, end - start)));
-    start = end + 1;
-  }
-  return d;
+int refuse(const std::string& why) {
+  std::fprintf(stderr, "hipgn_profiler: %s\n", why.c_str());
+  return kExitBadInput;
 }
 
-// --tune and --tuning-db: after the table, the fastest verified instance becomes the
-// problem's entry in the tuning database. Kept apart from main()'s options on purpose.
-struct TuningOptions {
-  bool tune = false;
-  std::string db;  // the file; empty: HIPGN_TUNING_DB's
+// What the run covers: the named instance or every supporting one, and the heuristic's choice
+// (or, when it has none, the library's reason). Returns -1 to go on, else the exit code.
+struct Selection {
+  std::vector<const Instance*> candidates;
+  const Instance* chosen = nullptr;
+  std::string rule;  // the chosen rule's reason
+  Status none;       // why the heuristic has no choice
 };
 
-void add_tuning_options(CLI::App& app, TuningOptions& o) {
-  app.add_flag("--tune", o.tune,
-               "record the fastest verified instance in the tuning database (--tuning-db or HIPGN_TUNING_DB)");
-  app.add_option("--tuning-db", o.db, "the tuning database file --tune writes (default: $HIPGN_TUNING_DB)");
+int select_instances(const Handle& handle, const Options& o, Selection* s) {
+  const Problem& p = o.problem;
+  s->chosen = heuristic_choice(handle.registry(), handle.device(), p, nullptr, &s->rule);
+  if (!s->chosen) handle.choose(p, nullptr, &s->none);
+  if (!o.instance.empty()) {
+    Status why;
+    const Instance* inst = handle.named(p, o.instance, nullptr, &why);
+    if (!inst) return refuse("--instance: " + why.message);
+    s->candidates = {inst};
+    return -1;
+  }
+  for (const Instance* inst : handle.registry().bucket(Key::of(p)))
+    if (inst->supports(p)) s->candidates.push_back(inst);
+  if (s->candidates.empty()) return refuse(std::string(to_string(s->none.code)) + ": " + s->none.message);
+  return -1;
 }
 
-// The file --tune writes; empty (after saying why) when there is none.
-std::string tuning_db_path(const TuningOptions& o) {
-  if (!o.db.empty()) return o.db;
-  const char* env = std::getenv("HIPGN_TUNING_DB");
-  if (env && *env) return env;
-  std::fprintf(stderr, "hipgn_profiler: --tune needs a database file: --tuning-db PATH or HIPGN_TUNING_DB\n");
-  return "";
-}
-
+// --tune: after the table, the fastest verified instance becomes the problem's entry in the
+// tuning database (--tuning-db or HIPGN_TUNING_DB; options.cpp parses both).
 // Records the fastest verified row; returns the exit status (0: recorded).
 int record_tuning(Handle& handle, const Problem& p, const std::vector<Row>& rows, const std::string& path) {
   const Row* best = nullptr;
@@ -120,81 +122,48 @@ int record_tuning(Handle& handle, const Problem& p, const std::vector<Row>& rows
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"hipgn_profiler: run, verify and time every instance that supports a GroupNorm problem"};
-  Problem p;
-  p.n = 2;
-  p.c = 320;
-  p.groups = 32;
-  std::string op = "fwd", spatial = "64,64", dtype = "f16", gamma_dtype = "", layout = "cl", act = "swish", instance, csv;
-  int warmup = 10, iters = 100;
-  bool list_only = false, no_flush = false;
-  app.add_option("--op", op, "fwd, dx (backward data), dgb (backward gamma/beta), bwd (fused backward)")
-      ->check(CLI::IsMember({"fwd", "dx", "dgb", "bwd"}))->capture_default_str();
-  app.add_option("-n,--batch", p.n, "N")->capture_default_str();
-  app.add_option("-c,--channels", p.c, "C")->capture_default_str();
-  app.add_option("-s,--spatial", spatial, "spatial sizes, e.g. 64,64 or 8x64x64 (empty: none)")->capture_default_str();
-  app.add_option("-g,--groups", p.groups, "G")->capture_default_str();
-  app.add_option("--dtype", dtype, "x/y dtype")->check(CLI::IsMember({"f32", "f16", "bf16"}))->capture_default_str();
-  app.add_option("--gamma-dtype", gamma_dtype, "gamma/beta dtype (default: the x dtype)")
-      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
-  app.add_option("--layout", layout, "cf (channels-first) or cl (channels-last)")
-      ->check(CLI::IsMember({"cf", "cl"}))->capture_default_str();
-  app.add_option("--act", act, "none or swish")->check(CLI::IsMember({"none", "swish"}))->capture_default_str();
-  app.add_option("--swish-beta", p.swish_beta, "s in z * sigmoid(s z)")->capture_default_str();
-  app.add_option("--eps", p.eps, "epsilon")->capture_default_str();
-  app.add_option("--instance", instance, "profile only this instance");
-  app.add_option("--warmup", warmup, "runs before timing")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--iters", iters, "timed runs (the median is reported)")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_flag("--no-flush", no_flush, "do not flush the L2 between timed runs");
-  app.add_option("--csv", csv, "also write the table as CSV to this file");
-  app.add_flag("--list", list_only, "list the supporting instances and the heuristic's choice; run nothing");
-  TuningOptions tuning;
-  add_tuning_options(app, tuning);
-  CLI11_PARSE(app, argc, argv);
-  const std::string tuning_db = tuning.tune ? tuning_db_path(tuning) : "";
-  if (tuning.tune && tuning_db.empty()) return 2;
-
-  hipgn::parse(op, p.op);
-  hipgn::parse(dtype, p.x_dtype);
-  hipgn::parse(gamma_dtype.empty() ? dtype : gamma_dtype, p.gamma_dtype);
-  hipgn::parse(layout, p.layout);
-  hipgn::parse(act, p.act);
-  p.spatial = parse_dims(spatial);
+  Options o;
+  if (const int rc = parse_command_line(argc, argv, &o); rc >= 0) return rc;
+  const Problem& p = o.problem;
+  if (const Status valid = validate(p); !valid.ok()) return refuse("invalid problem: " + valid.message);
 
   std::unique_ptr<Handle> handle;
   const Status created = Handle::create(&handle);
+  if (!created.ok() && created.code != StatusCode::no_device) {
+    std::fprintf(stderr, "hipgn_profiler: runtime error: %s\n", created.message.c_str());
+    return kExitRuntimeError;
+  }
   const bool gpu = created.ok();
-  const Status valid = validate(p);
-  if (!valid.ok()) {
-    std::fprintf(stderr, "hipgn_profiler: %s\n", valid.message.c_str());
-    return 2;
-  }
-  std::string rule;
-  const Instance* chosen = heuristic_choice(handle->registry(), handle->device(), p, nullptr, &rule);
-  std::vector<const Instance*> candidates;
-  for (const Instance* inst : handle->registry().bucket(Key::of(p)))
-    if ((instance.empty() || inst->name() == instance) && inst->supports(p)) candidates.push_back(inst);
-  if (!instance.empty() && candidates.empty()) {
-    std::fprintf(stderr, "hipgn_profiler: instance %s is not built or does not support %s\n", instance.c_str(),
-                 p.to_string().c_str());
-    return 2;
-  }
-  std::printf("problem: %s (%lld elements, %lld groups of %lld)\n", p.to_string().c_str(), (long long)p.elements(),
+  Selection sel;
+  if (const int rc = select_instances(*handle, o, &sel); rc >= 0) return rc;
+  const std::vector<const Instance*>& candidates = sel.candidates;
+  const Instance* const chosen = sel.chosen;
+
+  std::printf("problem:   %s (%lld elements, %lld groups of %lld)\n", p.to_string().c_str(), (long long)p.elements(),
               (long long)p.num_groups(), (long long)p.group_elements());
-  std::printf("device: %s, %d compute units\n", gpu ? handle->device().name.c_str() : "none",
-              handle->device().compute_units);
-  std::printf("heuristic: %s (%s)\n", chosen ? chosen->name().c_str() : "none built", rule.c_str());
-  if (!gpu || list_only) {
-    if (!gpu) std::printf("no GPU on this machine (%s): listing the instances, running none\n", created.message.c_str());
+  if (gpu)
+    std::printf("device:    %s, %d compute units\n", handle->device().name.c_str(), handle->device().compute_units);
+  else  // the rules compare group counts with compute units: say which count they used
+    std::printf("device:    none (%s); the heuristic assumes %d compute units, an H100 SXM's\n", created.message.c_str(),
+                DeviceInfo::kAssumedComputeUnits);
+  if (chosen)
+    std::printf("heuristic: %s (%s)\n", chosen->name().c_str(), sel.rule.c_str());
+  else
+    std::printf("heuristic: none: %s\n", sel.none.message.c_str());
+  if (!gpu || o.list_only) {
+    std::printf("instances: %zu support this problem%s\n", candidates.size(),
+                gpu ? "" : "; none run without a GPU");
     for (const Instance* inst : candidates)
       std::printf("  %s%s\n", inst->name().c_str(), inst == chosen ? "  <- heuristic" : "");
-    std::printf("%zu instances support this problem\n", candidates.size());
-    if (tuning.tune) {
+    if (!o.csv.empty()) std::printf("csv:       %s not written: nothing was timed\n", o.csv.c_str());
+    if (o.tune) {
       std::fprintf(stderr, "hipgn_profiler: --tune times instances: it needs a GPU%s\n", gpu ? " (not --list)" : "");
-      return 1;
+      return kExitRuntimeError;
     }
-    return 0;
+    return kExitOk;
   }
+  const int warmup = o.warmup, iters = o.iters;
+  const bool no_flush = o.no_flush;
 
   // inputs, the reference, and device buffers
   const std::size_t count = std::size_t(p.elements()), bytes = count * size_of(p.x_dtype);
@@ -269,6 +238,7 @@ int main(int argc, char** argv) {
     const Status s = inst->run(p, t, ws, nullptr);
     CHECK(hipDeviceSynchronize());
     if (!s.ok()) {
+      r.launch_failed = true;
       r.note = s.message;
     } else {
       const bool per_channel = p.op == Op::dgb;
@@ -306,18 +276,26 @@ int main(int argc, char** argv) {
     std::printf("%-52s %8s %10.2f %8.0f %6.1f%% %9.2e  %s%s\n", r.name.c_str(), r.ok ? "yes" : "NO", r.us, r.gbps,
                 r.pct_copy, r.max_err, marks.c_str(), r.note.c_str());
   }
-  if (!csv.empty()) {
-    std::ofstream out(csv);
+  bool written = true;
+  if (!o.csv.empty()) {
+    std::ofstream out(o.csv);
     out << "problem,instance,verified,us,gbps,pct_copy,max_err,fastest,heuristic,copy_us\n";
     for (const Row& r : rows)
       out << '"' << p.to_string() << "\"," << r.name << ',' << (r.ok ? 1 : 0) << ',' << r.us << ',' << r.gbps << ','
           << r.pct_copy << ',' << r.max_err << ',' << (&r == fastest) << ','
           << (chosen && r.name == chosen->name()) << ',' << copy_us << '\n';
+    out.close();
+    written = bool(out);
+    if (!written) std::fprintf(stderr, "hipgn_profiler: runtime error: --csv %s: writing failed\n", o.csv.c_str());
   }
   for (void* ptr : {dx, dy, dcopy, dgrad, ddg, ddb, dg, db, static_cast<void*>(dm), static_cast<void*>(dr), flush})
     if (ptr) CHECK(hipFree(ptr));
-  bool all_ok = true;
-  for (const Row& r : rows) all_ok = all_ok && r.ok;
-  if (tuning.tune && record_tuning(*handle, p, rows, tuning_db) != 0) return 1;
-  return all_ok ? 0 : 1;
+  bool all_ok = true, launched = true;
+  for (const Row& r : rows) {
+    all_ok = all_ok && r.ok;
+    launched = launched && !r.launch_failed;
+  }
+  if (!launched || !written) return kExitRuntimeError;
+  if (o.tune && record_tuning(*handle, p, rows, o.tuning_db) != 0) return kExitRuntimeError;
+  return all_ok ? kExitOk : kExitWrong;
 }

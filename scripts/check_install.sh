@@ -1,16 +1,36 @@
 #!/usr/bin/env bash
-# Installs a built tree into a scratch prefix and builds and runs a separate project against it
-# through find_package(hipgn). Usage: scripts/check_install.sh [build dir]
+# Installs a built tree into a scratch prefix and builds and runs projects against it through
+# find_package(hipgn) (tests/consumer): the C API through libhipgn.so in a project that cannot
+# find the CUDA toolkit, whose link line must not name the CUDA runtime; then the README's C++
+# snippet through the static and the shared library. Usage: scripts/check_install.sh [build dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
-cmake --install "$build" --prefix "$prefix/install" > /dev/null
-cmake -S tests/consumer -B "$prefix/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$prefix/install" > /dev/null
-cmake --build "$prefix/consumer" > /dev/null
-"$prefix/consumer/consumer"
-echo "check_install: find_package(hipgn) and link: ok"
+log=$prefix/log
+quiet() { "$@" > "$log" 2>&1 || { cat "$log"; echo "check_install: failed: $*"; exit 1; }; }
+quiet cmake --install "$build" --prefix "$prefix/install"
+
+# libhipgn.so alone: no CUDA toolkit to find, and none on the link line
+quiet cmake -S tests/consumer -B "$prefix/c" -G Ninja -DCMAKE_PREFIX_PATH="$prefix/install" \
+  -DHIPGN_CONSUMER_CUDA=OFF -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON
+quiet cmake --build "$prefix/c"
+if ninja -C "$prefix/c" -t commands consumer_c | grep -E "cudart|libcuda"; then
+  echo "check_install: a consumer of hipgn::hipgn_shared links the CUDA runtime"
+  exit 1
+fi
+"$prefix/c/consumer_c"
+
+# the README's C++ snippet, through the static library and the shared one
+quiet cmake -S tests/consumer -B "$prefix/cpp" -G Ninja -DCMAKE_PREFIX_PATH="$prefix/install"
+quiet cmake --build "$prefix/cpp"
+for exe in consumer_cpp consumer_cpp_shared; do
+  [ -x "$prefix/cpp/$exe" ] || continue
+  printf '%s: ' "$exe"
+  "$prefix/cpp/$exe"
+done
+echo "check_install: find_package(hipgn): C API through libhipgn.so without the CUDA toolkit, C++ API static and shared: ok"
 # the Python package installed beside the library finds it, with no HIPGN_LIBRARY to help
 env -u HIPGN_LIBRARY PYTHONPATH="$prefix/install/lib/python3/dist-packages" python3 -c '
 import os, sys, hipgn

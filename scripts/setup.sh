@@ -23,11 +23,18 @@ for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2> /dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "setup: installing ${missing[*]}"
+  echo "setup: installing ${missing[*]} (apt's output: only if it fails)"
   sudo=""
   [ "$(id -u)" = 0 ] || sudo=sudo
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" > /dev/null
+  apt_log=$(mktemp)
+  if ! { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
+         --no-install-recommends "${missing[@]}"; } > "$apt_log" 2>&1; then
+    cat "$apt_log"
+    rm -f "$apt_log"
+    echo "setup: apt-get failed"
+    exit 1
+  fi
+  rm -f "$apt_log"
 fi
 if command -v nvcc > /dev/null; then
   HIPGN_PLATFORM_ARGS=(-DHIPGN_PLATFORM=nvidia)

@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "corpus.hpp"
 #include "gpu.hpp"
@@ -70,6 +73,57 @@ TEST(CApi, ChoosesAndReportsErrors) {
                                 nullptr, nullptr),
             HIPGN_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(std::strstr(hipgn_last_error(), "x is null"), nullptr) << hipgn_last_error();
+  hipgn_destroy(h);
+}
+
+// The C API explains a refusal in the C++ API's words: the same status and message for a
+// problem past the grid's group limit, a named instance that cannot run the problem, and a
+// well-formed name this build did not compile.
+TEST(CApi, SaysWhatTheCppApiSays) {
+  hipgn_handle_t h = nullptr;
+  hipgn_create(&h);
+  ASSERT_NE(h, nullptr);
+  std::unique_ptr<Handle> cpp;
+  Handle::create(&cpp);
+  hipgn_problem_t p = sd15(HIPGN_CHANNELS_LAST);
+  p.n = 70000;
+  p.c = p.groups = 32768;
+  p.spatial_rank = 0;
+  Problem same;
+  same.n = p.n;
+  same.c = p.c;
+  same.groups = p.groups;
+  same.x_dtype = same.gamma_dtype = DataType::f16;
+  same.layout = Layout::channels_last;
+  same.act = Activation::swish;
+  Status want;
+  const Instance* inst = cpp->choose(same, nullptr, &want);
+  const char* name = nullptr;
+  const hipgn_status_t got = hipgn_choose_instance(h, &p, &name);
+  if (inst) {
+    ASSERT_EQ(got, HIPGN_STATUS_SUCCESS) << hipgn_last_error();
+    EXPECT_EQ(std::string(name), inst->name());
+  } else {
+    EXPECT_EQ(int(got), int(want.code));
+    EXPECT_EQ(std::string(hipgn_last_error()), std::string(to_string(want.code)) + ": " + want.message);
+    EXPECT_NE(want.code, StatusCode::not_built) << want.message;
+  }
+  // a named instance of the wrong key: the instance's own reason, through both APIs
+  p = sd15(HIPGN_CHANNELS_LAST);
+  for (const Instance& other : Registry::global().all()) {
+    if (other.spec().op != Op::fwd || other.spec().layout != Layout::channels_first) continue;
+    std::vector<char> buf(1 << 16);
+    const hipgn_status_t s = hipgn_groupnorm_fwd(h, &p, buf.data(), buf.data(), nullptr, nullptr, nullptr, nullptr,
+                                                 other.name().c_str(), nullptr);
+    EXPECT_EQ(s, HIPGN_STATUS_NOT_SUPPORTED);
+    EXPECT_NE(std::strstr(hipgn_last_error(), "does not support"), nullptr) << hipgn_last_error();
+    EXPECT_NE(std::strstr(hipgn_last_error(), "functional key"), nullptr) << hipgn_last_error();
+    break;
+  }
+  EXPECT_EQ(hipgn_groupnorm_fwd(h, &p, &p, &p, nullptr, nullptr, nullptr, nullptr, "gn_fwd_f16_f16_cl_swish_looped_b999_v1_e1",
+                                nullptr),
+            HIPGN_STATUS_UNKNOWN_INSTANCE);
+  EXPECT_NE(std::strstr(hipgn_last_error(), "did not compile it"), nullptr) << hipgn_last_error();
   hipgn_destroy(h);
 }
 

@@ -1,6 +1,7 @@
 // Bad input gets a clear error naming the problem, and nothing is written.
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cmath>
 #include <functional>
 #include <tuple>
@@ -112,6 +113,103 @@ TEST(Validation, NamedInstanceErrors) {
     EXPECT_NE(s.message.find("functional key"), std::string::npos) << s.message;
     break;
   }
+}
+
+// A registry holding only vectorized instances of good()'s key, none of which can run a
+// spatial size of 49: the message must say the key is built and give each family's reason.
+TEST(Validation, NoSupportingInstanceSaysBuiltAndWhy) {
+  Registry reg;
+  const LaunchFn never = [](const Params&, hipStream_t) { return hipErrorInvalidValue; };
+  for (const char* name : {"gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4", "gn_fwd_f16_f16_cf_swish_looped_b256_v4_e4",
+                           "gn_fwd_f16_f16_cf_swish_looped_b256_v8_e4"})
+    reg.add(*InstanceSpec::parse(name), name, never);
+  Handle h(DeviceInfo{}, &reg);
+  Problem p = good();
+  p.spatial = {7, 7};
+  Status s;
+  EXPECT_EQ(h.choose(p, nullptr, &s), nullptr);
+  EXPECT_EQ(s.code, StatusCode::not_supported) << s.message;
+  for (const char* phrase : {"this build has 3 instances for fwd_f16_f16_cf_swish but none supports",
+                             "onchip: spatial size 49 is not a multiple of the vector 8",
+                             "looped: spatial size 49 is not a multiple of the vector 4; spatial size 49 is not a "
+                             "multiple of the vector 8"})
+    EXPECT_NE(s.message.find(phrase), std::string::npos) << phrase << " in: " << s.message;
+  // run() says the same, before it would look for a device
+  const Status r = h.run(p, kTensors);
+  EXPECT_EQ(r.code, s.code);
+  EXPECT_EQ(r.message, s.message);
+  // the same registry, another key: that one is really not built
+  p.layout = Layout::channels_last;
+  EXPECT_EQ(h.choose(p, nullptr, &s), nullptr);
+  EXPECT_EQ(s.code, StatusCode::not_built) << s.message;
+}
+
+// Families with the same reasons share a clause, so a limit every instance hits reads once.
+TEST(Validation, NoSupportingInstanceGroupsSharedReasons) {
+  Registry reg;
+  const LaunchFn never = [](const Params&, hipStream_t) { return hipErrorInvalidValue; };
+  for (const char* name : {"gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4", "gn_fwd_f16_f16_cf_swish_looped_b256_v8_e4"})
+    reg.add(*InstanceSpec::parse(name), name, never);
+  Problem p = good();
+  p.spatial = {7, 7};
+  const Status s = no_instance_status(reg, p);
+  EXPECT_NE(s.message.find(": onchip, looped: spatial size 49 is not a multiple of the vector 8"), std::string::npos)
+      << s.message;
+}
+
+// N*G past 2^31-1 is valid. Either an instance of this build runs it, or the message says the
+// key is built and why its instances refuse: never "not built" for a key that is.
+TEST(Validation, GroupsPastTheGridLimitAreValidAndExplained) {
+  Problem p = good();
+  p.n = 70000;
+  p.c = p.groups = 32768;
+  p.spatial = {};
+  ASSERT_GT(p.num_groups(), std::int64_t(INT32_MAX));
+  ASSERT_TRUE(validate(p).ok()) << validate(p).message;
+  if (Registry::global().bucket(Key::of(p)).empty()) GTEST_SKIP() << "f16 cf swish not built";
+  Handle h(DeviceInfo{});
+  Status s;
+  const Instance* inst = h.choose(p, nullptr, &s);
+  if (inst) {
+    std::string why;
+    EXPECT_TRUE(inst->supports(p, nullptr, &why)) << inst->name() << ": " << why;
+    return;
+  }
+  EXPECT_EQ(s.code, StatusCode::not_supported) << s.message;
+  EXPECT_NE(s.message.find("instances for fwd_f16_f16_cf_swish but none supports"), std::string::npos) << s.message;
+  EXPECT_NE(s.message.find("N*G"), std::string::npos) << s.message;
+}
+
+TEST(Validation, NamedInstanceSaysWhichAndWhy) {
+  Handle h(DeviceInfo{});
+  const auto& bucket = Registry::global().bucket(Key::of(good()));
+  if (bucket.empty()) GTEST_SKIP() << "f16 cf swish not built";
+  Status s;
+  EXPECT_EQ(h.named(good(), "gn_fwd_nonsense", nullptr, &s), nullptr);
+  EXPECT_EQ(s.code, StatusCode::unknown_instance);
+  EXPECT_NE(s.message.find("'gn_fwd_nonsense' is not an instance name"), std::string::npos) << s.message;
+  // well formed, but no preset builds a block of 999 threads
+  EXPECT_EQ(h.named(good(), "gn_fwd_f16_f16_cf_swish_looped_b999_v1_e1", nullptr, &s), nullptr);
+  EXPECT_EQ(s.code, StatusCode::unknown_instance);
+  EXPECT_NE(s.message.find("is a valid name but this build did not compile it"), std::string::npos) << s.message;
+  // built, but the problem's spatial size (49) is no multiple of its vector
+  Problem p = good();
+  p.spatial = {7, 7};
+  for (const Instance* inst : bucket) {
+    if (inst->spec().vector == 1) continue;
+    EXPECT_EQ(h.named(p, inst->name(), nullptr, &s), nullptr);
+    EXPECT_EQ(s.code, StatusCode::not_supported);
+    EXPECT_NE(s.message.find(inst->name() + " does not support " + p.to_string() + ": spatial size 49 is not a multiple"),
+              std::string::npos)
+        << s.message;
+    EXPECT_EQ(h.run(p, kTensors, nullptr, inst->name()).message, s.message);
+    break;
+  }
+  const Instance* generic = nullptr;
+  for (const Instance* inst : bucket)
+    if (inst->spec().generic()) generic = inst;
+  ASSERT_NE(generic, nullptr);
+  EXPECT_EQ(h.named(p, generic->name(), nullptr, &s), generic);
 }
 
 TEST(Validation, NoDeviceHandleDoesNotLaunch) {

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "hipgn/hipgn.hpp"
 
@@ -45,6 +47,42 @@ std::string not_built_message(const Problem& p, const BuildConfig& cfg) {
   need("HIPGN_ACTIVATIONS", cfg.activations, to_string(p.act));
   if (m.size() == before) m += " a HIPGN_INSTANCE_FILTER that keeps it";
   return m;
+}
+
+Status no_instance_status(const Registry& reg, const Problem& p, const Tensors* tensors, int compute_units) {
+  const auto& bucket = reg.bucket(Key::of(p));
+  if (bucket.empty()) return Status::error(StatusCode::not_built, not_built_message(p, build_config()));
+  // Each family's distinct reasons, in registration order; families with the same reasons
+  // share one clause, so a limit every instance hits (say, a grid dimension) reads once.
+  std::vector<std::pair<std::string, std::vector<std::string>>> families;  // family -> reasons
+  for (const Instance* inst : bucket) {
+    std::string why;
+    if (inst->supports(p, tensors, &why, compute_units))
+      why = "supports it, but no heuristic rule picks this family for it";
+    const std::string family(to_string(inst->spec().family));
+    auto it = families.begin();
+    while (it != families.end() && it->first != family) ++it;
+    if (it == families.end()) it = families.insert(families.end(), {family, {}});
+    bool seen = false;
+    for (const std::string& r : it->second) seen = seen || r == why;
+    if (!seen) it->second.push_back(why);
+  }
+  constexpr std::size_t kMaxReasons = 3;  // per family: enough to see the pattern, one line
+  std::vector<std::pair<std::string, std::string>> clauses;  // families -> their reasons
+  for (const auto& [family, reasons] : families) {
+    std::string text;
+    for (std::size_t i = 0; i < reasons.size() && i < kMaxReasons; ++i) text += (i ? "; " : "") + reasons[i];
+    if (reasons.size() > kMaxReasons) text += "; and " + std::to_string(reasons.size() - kMaxReasons) + " more";
+    auto it = clauses.begin();
+    while (it != clauses.end() && it->second != text) ++it;
+    if (it == clauses.end()) clauses.push_back({family, text});
+    else it->first += ", " + family;
+  }
+  std::string m = "this build has " + std::to_string(bucket.size()) + " instances for " + Key::of(p).to_string() +
+                  " but none supports " + p.to_string() + ":";
+  for (std::size_t i = 0; i < clauses.size(); ++i)
+    m += (i ? " | " : " ") + clauses[i].first + ": " + clauses[i].second;
+  return Status::error(StatusCode::not_supported, m);
 }
 
 Status Handle::create(std::unique_ptr<Handle>* out) {
@@ -92,7 +130,27 @@ const Instance* Handle::choose(const Problem& p, const Tensors* tensors, Status*
     }
   }
   const Instance* inst = heuristic_choice(registry(), info_, p, tensors);
-  if (!inst && why) *why = Status::error(StatusCode::not_built, not_built_message(p, build_config()));
+  if (!inst && why) *why = no_instance_status(registry(), p, tensors, info_.compute_units);
+  return inst;
+}
+
+const Instance* Handle::named(const Problem& p, const std::string& name, const Tensors* tensors, Status* why) const {
+  auto fail = [why](StatusCode code, std::string m) -> const Instance* {
+    if (why) *why = Status::error(code, std::move(m));
+    return nullptr;
+  };
+  const Instance* inst = registry().find(name);
+  if (!inst) {
+    if (!InstanceSpec::parse(name))
+      return fail(StatusCode::unknown_instance,
+                  "'" + name + "' is not an instance name (gn_<op>_<x dtype>_<gamma dtype>_<layout>_<act>_<family>"
+                  "_b<block>_v<vector>_e<per thread>)");
+    return fail(StatusCode::unknown_instance, name + " is a valid name but this build did not compile it (preset " +
+                                                  "or HIPGN_INSTANCE_FILTER); the build's manifest.json lists those it did");
+  }
+  std::string reason;
+  if (!inst->supports(p, tensors, &reason, info_.compute_units))
+    return fail(StatusCode::not_supported, name + " does not support " + p.to_string() + ": " + reason);
   return inst;
 }
 
@@ -149,13 +207,8 @@ Status Handle::select(const Problem& p, const Tensors& t, const std::string& ins
     *out = choose(p, &t, &s);
     return *out ? Status::success() : s;
   }
-  const Instance* inst = registry().find(instance);
-  if (!inst)
-    return Status::error(StatusCode::unknown_instance,
-                         "no instance named " + instance + " in this build (hipgn_profiler --list lists them)");
-  std::string why;
-  if (!inst->supports(p, &t, &why, info_.compute_units))
-    return Status::error(StatusCode::not_supported, instance + " does not support " + p.to_string() + ": " + why);
+  const Instance* inst = named(p, instance, &t, &s);
+  if (!inst) return s;
   *out = inst;
   return Status::success();
 }

@@ -28,6 +28,10 @@ struct BuildConfig {
 };
 BuildConfig build_config();
 std::string not_built_message(const Problem&, const BuildConfig&);
+// Why no instance of the registry runs the problem: not_built when its key was not compiled
+// (naming the option to add), else not_supported with each family's own reasons, so a caller
+// of the C or the C++ API learns what a kernel lacks rather than a guess.
+Status no_instance_status(const Registry&, const Problem&, const Tensors* tensors = nullptr, int compute_units = 0);
 
 // What Handle::tune measured for one problem: every supporting instance's median time.
 struct TuneResult {
@@ -63,6 +67,10 @@ class Handle {
   // The instance run() would use: the tuned one if recorded for this problem (and it
   // supports these tensors), else the heuristic's. Null with a status when none can run it.
   const Instance* choose(const Problem&, const Tensors* tensors, Status* why = nullptr) const;
+  // The instance named `name` if it runs the problem; else null, and *why says whether the
+  // name is malformed, valid but not compiled in this build, or built but unsupporting (and
+  // the instance's own reason).
+  const Instance* named(const Problem&, const std::string& name, const Tensors* tensors, Status* why) const;
 
   // Runs p.op on the tensors (problem.hpp says which each op reads and writes). `instance`:
   // empty for the automatic choice, else a name. Writes nothing when it returns an error.

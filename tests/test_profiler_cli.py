@@ -1,0 +1,182 @@
+"""hipgn_profiler's command line, run as a user runs it: each bad input is refused with exit
+status 2 and exactly one line on stderr naming the option and the value (nothing on stdout);
+the listing says once that there is no GPU and which device the heuristic assumed.
+
+Usage: test_profiler_cli.py --list                     (the case names, for ctest)
+       test_profiler_cli.py PROFILER MANIFEST CASE     (run one case; exit 0 when it holds)"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+BAD_INPUT = 2
+
+# name -> (arguments, the one stderr line after "hipgn_profiler: ", or a function of the
+# manifest returning both)
+REFUSALS = {
+    "spatial_not_an_integer": (["-s", "64,abc"], "--spatial: '64,abc': dimension 2: 'abc' is not an integer"),
+    "spatial_empty_dimension": (["-s", "64,,64"], "--spatial: '64,,64': dimension 2 is empty"),
+    "spatial_separator_alone": (["-s", ","], "--spatial: ',': dimension 1 is empty"),
+    "spatial_past_int64": (["-s", "99999999999999999999"],
+                           "--spatial: '99999999999999999999': dimension 1: '99999999999999999999' is out of "
+                           "range (1 to 9223372036854775807)"),
+    "spatial_fraction": (["-s", "64.5"], "--spatial: '64.5': dimension 1: '64.5' is not an integer"),
+    "spatial_exponent": (["-s", "1e3"], "--spatial: '1e3': dimension 1: '1e3' is not an integer"),
+    "spatial_zero": (["-s", "64,0"], "--spatial: '64,0': dimension 2: '0' is out of range (1 to 9223372036854775807)"),
+    "batch_past_int64": (["-n", "99999999999999999999"],
+                         "--batch: '99999999999999999999' is out of range (1 to 9223372036854775807)"),
+    "batch_zero": (["-n", "0"], "--batch: '0' is out of range (1 to 9223372036854775807)"),
+    "channels_not_an_integer": (["-c", "32x"], "--channels: '32x' is not an integer"),
+    "groups_negative": (["-g", "-4"], "--groups: '-4' is out of range (1 to 9223372036854775807)"),
+    "groups_do_not_divide_channels": (["-g", "30"], "invalid problem: C = 320 is not divisible by G = 30"),
+    "iters_zero": (["--iters", "0"], "--iters: '0' is out of range (1 to 1000000)"),
+    "warmup_fraction": (["--warmup", "2.5"], "--warmup: '2.5' is not an integer"),
+    "eps_zero": (["--eps", "0"], "--eps: '0' must be greater than 0"),
+    "eps_not_a_number": (["--eps", "1e-5x"], "--eps: '1e-5x' is not a number"),
+    "swish_beta_infinite": (["--swish-beta", "inf"], "--swish-beta: 'inf' is not finite"),
+    "op_unknown": (["--op", "fwdd"], "--op: fwdd not in {fwd,dx,dgb,bwd}"),
+    "option_unknown": (["--batchsize", "2"], "The following arguments were not expected: 2 --batchsize"),
+    "value_missing": (["-s"], "--spatial: 1 required DIMS missing"),
+    "csv_folder_missing": (["--csv", "/nonexistent-hipgn/out.csv"],
+                           "--csv: '/nonexistent-hipgn/out.csv': the folder /nonexistent-hipgn does not exist"),
+    "csv_is_a_folder": (["--csv", "/"], "--csv: '/' is a folder, not a file"),
+    "instance_malformed": (["--instance", "gn_fwd_f16"],
+                           "--instance: 'gn_fwd_f16' is not an instance name (gn_<op>_<x dtype>_<gamma dtype>_"
+                           "<layout>_<act>_<family>_b<block>_v<vector>_e<per thread>)"),
+    "instance_not_compiled": (["--instance", "gn_fwd_f16_f16_cl_swish_looped_b999_v1_e1"],
+                              "--instance: gn_fwd_f16_f16_cl_swish_looped_b999_v1_e1 is a valid name but this build "
+                              "did not compile it (preset or HIPGN_INSTANCE_FILTER); the build's manifest.json "
+                              "lists those it did"),
+}
+
+
+def vectorized_instance(manifest):
+    """A built instance of the default problem's key whose vector cannot divide C/G = 3."""
+    for inst in manifest["instances"]:
+        if inst["bucket"] == "fwd_f16_f16_cl_swish" and "_v1_" not in inst["name"]:
+            return inst["name"]
+    return None
+
+
+def instance_unsupporting(manifest):
+    name = vectorized_instance(manifest)
+    if name is None:
+        return None
+    problem = "fwd n2 c96 s64x64 g32 f16/f16 cl swish(1) eps1e-05"
+    return (["-c", "96", "--instance", name],
+            f"--instance: {name} does not support {problem}: C/G 3 is not a multiple of the vector "
+            + name.split("_v")[1].split("_")[0])
+
+
+REFUSALS_FROM_MANIFEST = {"instance_unsupporting": instance_unsupporting}
+
+
+def run(profiler, args):
+    p = subprocess.run([profiler] + args, capture_output=True, text=True, timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+def check_refusal(profiler, args, line):
+    rc, out, err = run(profiler, args)
+    want = "hipgn_profiler: " + line + "\n"
+    problems = []
+    if rc != BAD_INPUT:
+        problems.append(f"exit status {rc}, expected {BAD_INPUT}")
+    if err != want:
+        problems.append(f"stderr {err!r}, expected {want!r}")
+    if out:
+        problems.append(f"stdout not empty: {out!r}")
+    return problems
+
+
+def groups_past_grid_limit(profiler, manifest):
+    """N*G = 2,293,760,000 > 2^31-1 is valid: an instance takes it, or the refusal says the key
+    is built and why its instances decline (never 'not built')."""
+    rc, out, err = run(profiler, ["-n", "70000", "-c", "32768", "-g", "32768", "-s", "", "--list"])
+    if rc == 0:
+        return [] if "heuristic: gn_" in out else [f"exit 0 without a heuristic choice: {out!r}"]
+    problems = [] if rc == BAD_INPUT else [f"exit status {rc}, expected 0 or {BAD_INPUT}"]
+    lines = err.splitlines()
+    if len(lines) != 1:
+        problems.append(f"expected one line on stderr, got {err!r}")
+    elif not ("instances for fwd_f16_f16_cl_swish but none supports" in lines[0] and "N*G" in lines[0]):
+        problems.append(f"the refusal does not say the key is built and why: {lines[0]!r}")
+    return problems
+
+
+def listing_names_the_assumed_device(profiler, manifest):
+    rc, out, err = run(profiler, ["--list"])
+    problems = [] if rc == 0 else [f"exit status {rc}: {err!r}"]
+    device = [l for l in out.splitlines() if l.startswith("device:")]
+    if len(device) != 1:
+        return problems + [f"expected one device line: {out!r}"]
+    if device[0].startswith("device:    none"):
+        if out.count("no GPU") != 1:
+            problems.append(f"'no GPU' should appear once: {out!r}")
+        if "the heuristic assumes 132 compute units" not in device[0]:
+            problems.append(f"the assumed device is not named: {device[0]!r}")
+        if "none run without a GPU" not in out:
+            problems.append(f"the listing does not say nothing runs: {out!r}")
+    elif "compute units" not in device[0]:
+        problems.append(f"the device line lacks its compute units: {device[0]!r}")
+    if "heuristic: gn_" not in out:
+        problems.append(f"no heuristic choice: {out!r}")
+    return problems
+
+
+def help_lists_exit_codes(profiler, manifest):
+    rc, out, err = run(profiler, ["--help"])
+    problems = [] if rc == 0 else [f"--help exit status {rc}"]
+    for phrase in ("Exit status: 0", "1 an instance failed verification", "2 bad input", "3 a runtime error"):
+        if phrase not in out:
+            problems.append(f"--help lacks {phrase!r}")
+    return problems
+
+
+def csv_not_written_without_gpu(profiler, manifest):
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "out.csv")
+        rc, out, err = run(profiler, ["--list", "--csv", path])
+        problems = [] if rc == 0 else [f"exit status {rc}: {err!r}"]
+        if os.path.exists(path):
+            problems.append("--list wrote the CSV")
+        if f"csv:       {path} not written: nothing was timed" not in out:
+            problems.append(f"no word about the CSV: {out!r}")
+        return problems
+
+
+CHECKS = {
+    "groups_past_grid_limit": groups_past_grid_limit,
+    "listing_names_the_assumed_device": listing_names_the_assumed_device,
+    "help_lists_exit_codes": help_lists_exit_codes,
+    "csv_not_written_with_list": csv_not_written_without_gpu,
+}
+
+
+def main():
+    names = sorted(REFUSALS) + sorted(REFUSALS_FROM_MANIFEST) + sorted(CHECKS)
+    if sys.argv[1:] == ["--list"]:
+        print("\n".join(names))
+        return 0
+    profiler, manifest_path, case = sys.argv[1:4]
+    with open(manifest_path) as f:
+        manifest = json.load(f)
+    if case in REFUSALS:
+        problems = check_refusal(profiler, *REFUSALS[case])
+    elif case in REFUSALS_FROM_MANIFEST:
+        made = REFUSALS_FROM_MANIFEST[case](manifest)
+        if made is None:
+            print("skipped: this build has no vectorized fwd_f16_f16_cl_swish instance")
+            return 77
+        problems = check_refusal(profiler, *made)
+    else:
+        problems = CHECKS[case](profiler, manifest)
+    for p in problems:
+        print(f"{case}: {p}")
+    print(f"{case}: {'ok' if not problems else 'FAILED'}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
