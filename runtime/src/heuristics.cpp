@@ -48,8 +48,9 @@ namespace {
 //  1. a group or sample in one slice when some instance holds it: no exchange at all, and the
 //     smallest that does leaves the fewest threads idle (ResNet 7x7 C=2048: 256 x 2 vectors
 //     15.5 us, 512 x 8: 37 us; ResNet 56x56: 512 x 8 holds 25088, 57 us);
-//  2. else workgroups of 256 threads, two or three to a compute unit, so that one's exchange
-//     overlaps another's loads (VAE 256x256 C=512: 256 x 8, 111.7 us, 512 x 8, 116.3), and
+//  2. channels-last: the fewest slices (below);
+//  3. channels-first: workgroups of 256 threads, two or three to a compute unit, so that one's
+//     exchange overlaps another's loads (VAE 256x256 C=512: 256 x 8, 111.7 us, 512 x 8, 116.3), and
 //     among them the largest slice that still makes two items a compute unit (SD 64x64
 //     C=320: 256 x 4 with 320 items, 16.0 us, 256 x 8 with 192, 16.6 us).
 struct ResidentFit {
@@ -74,6 +75,13 @@ bool better_resident(const Instance& a, const Instance& b, const Problem& p, int
   if (one_a != one_b) return one_a;
   if (one_a) {
     if (x.chunk_elements() != y.chunk_elements()) return x.chunk_elements() < y.chunk_elements();
+    return x.block < y.block;
+  }
+  if (p.layout == Layout::channels_last) {
+    // channels-last slices exchange G partials each, so the fewest slices win: SD 64x64 C=320
+    // 512 x 8 (43 slices a sample) 22.1 us against 256 x 8 (86) 35.0; ResNet 56x56 C=256
+    // 512 x 8 104.9 against 256 x 8 174.5
+    if (fa.slices != fb.slices) return fa.slices < fb.slices;
     return x.block < y.block;
   }
   if ((x.block == 256) != (y.block == 256)) return x.block == 256;
