@@ -53,24 +53,10 @@ namespace {
 //     exchange overlaps another's loads (VAE 256x256 C=512: 256 x 8, 111.7 us, 512 x 8, 116.3), and
 //     among them the largest slice that still makes two items a compute unit (SD 64x64
 //     C=320: 256 x 4 with 320 items, 16.0 us, 256 x 8 with 192, 16.6 us).
-struct ResidentFit {
-  std::int64_t slices, items;
-};
-ResidentFit resident_fit(const InstanceSpec& s, const Problem& p) {
-  const std::int64_t v = s.vector, chunk = std::int64_t(s.block) * s.per_thread;
-  if (p.layout == Layout::channels_first) {
-    const std::int64_t slices = std::max<std::int64_t>(1, (p.group_elements() / v + chunk - 1) / chunk);
-    return {slices, p.num_groups() * slices};
-  }
-  const std::int64_t lanes = std::max<std::int64_t>(1, s.block / std::max<std::int64_t>(1, p.c / v));
-  const std::int64_t slices = (p.spatial_size() + lanes * s.per_thread - 1) / (lanes * s.per_thread);
-  return {slices, p.n * slices};
-}
-
 bool better_resident(const Instance& a, const Instance& b, const Problem& p, int cus) {
   const InstanceSpec &x = a.spec(), &y = b.spec();
   if (x.vector != y.vector) return x.vector > y.vector;
-  const ResidentFit fa = resident_fit(x, p), fb = resident_fit(y, p);
+  const Instance::ResidentShape fa = a.resident_shape(p), fb = b.resident_shape(p);
   const bool one_a = fa.slices == 1, one_b = fb.slices == 1;
   if (one_a != one_b) return one_a;
   if (one_a) {
@@ -85,7 +71,7 @@ bool better_resident(const Instance& a, const Instance& b, const Problem& p, int
     return x.block < y.block;
   }
   if ((x.block == 256) != (y.block == 256)) return x.block == 256;
-  const bool two_a = fa.items >= 2 * cus, two_b = fb.items >= 2 * cus;
+  const bool two_a = fa.items() >= 2 * cus, two_b = fb.items() >= 2 * cus;
   if (two_a != two_b) return two_a;
   if (x.chunk_elements() != y.chunk_elements())
     return two_a ? x.chunk_elements() > y.chunk_elements() : x.chunk_elements() < y.chunk_elements();

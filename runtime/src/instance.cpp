@@ -69,13 +69,7 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 std::uintptr_t address(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
 }  // namespace
 
-// The resident family's shape of a problem (kernels/include/hipgn/kernels/resident_fwd.hpp).
-// Channels-first: a unit is a group, a slice block * per_thread body vectors. Channels-last: a
-// unit is a sample, a slice row_lanes * per_thread whole rows.
-struct Instance::ResidentShape {
-  std::int64_t units = 0, slices = 0;
-  int row_lanes = 0;
-};
+std::size_t Instance::resident_counter_bytes(std::int64_t units) { return (std::size_t(units) * 4 + 15) / 16 * 16; }
 
 Instance::ResidentShape Instance::resident_shape(const Problem& p) const {
   ResidentShape r;
@@ -169,10 +163,9 @@ std::size_t Instance::workspace_bytes(const Problem& p) const {
   if (spec_.family == Family::resident) {
     const ResidentShape r = resident_shape(p);
     if (r.slices == 1) return 0;
-    // arrival counters, padded to 16 bytes, then the partials (mean, M2) of every slice
-    const std::size_t counters = (std::size_t(r.units) * 4 + 15) / 16 * 16;
+    // arrival counters, then the partials (mean, M2) of every slice
     const std::size_t per_slice = p.layout == Layout::channels_first ? 2 : 2 * std::size_t(p.groups);
-    return counters + std::size_t(r.units) * std::size_t(r.slices) * per_slice * sizeof(float);
+    return resident_counter_bytes(r.units) + std::size_t(r.items()) * per_slice * sizeof(float);
   }
   if (p.op == Op::fwd)
     return spec_.family == Family::split ? std::size_t(p.num_groups()) * std::size_t(slices(p)) * 3 * sizeof(float) : 0;
@@ -214,7 +207,7 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
   if (spec_.family == Family::resident) {
     const ResidentShape r = resident_shape(p);
     k.slices = std::int32_t(r.slices);
-    k.items = r.units * r.slices;
+    k.items = r.items();
     k.slices_div = FastDivmod::make(std::uint64_t(r.slices));
     k.groups_div = FastDivmod::make(std::uint64_t(p.groups));
     k.cpg_div = FastDivmod::make(std::uint64_t(cg));
@@ -226,7 +219,7 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
     k.phase = int((address(t.x) / size_of(p.x_dtype)) % std::uintptr_t(spec_.vector));
     if (r.slices > 1) {
       k.counters = static_cast<std::uint32_t*>(workspace);
-      k.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + (std::size_t(r.units) * 4 + 15) / 16 * 16);
+      k.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + resident_counter_bytes(r.units));
     }
   }
   if (workspace_bytes(p) && !workspace) return Status::error(StatusCode::invalid_argument, name_ + " needs a workspace");

@@ -69,10 +69,21 @@ class Instance {
   // Launches on stream. The caller validated the problem and checked supports().
   Status run(const Problem&, const Tensors&, void* workspace, hipStream_t stream) const;
 
+  // The resident family's shape of a problem (kernels/include/hipgn/kernels/resident_fwd.hpp):
+  // channels-first, a unit is a group and a slice block * per_thread body vectors;
+  // channels-last, a unit is a sample and a slice row_lanes * per_thread whole rows. The
+  // heuristics weigh instances by it; support, workspace and launch follow it.
+  struct ResidentShape {
+    std::int64_t units = 0, slices = 0;
+    int row_lanes = 0;
+    std::int64_t items() const { return units * slices; }
+  };
+  ResidentShape resident_shape(const Problem&) const;
+
  private:
   int slices(const Problem&) const;
-  struct ResidentShape;
-  ResidentShape resident_shape(const Problem&) const;
+  // Bytes of the resident family's arrival counters (one per unit), padded to 16.
+  static std::size_t resident_counter_bytes(std::int64_t units);
   template <typename No>
   bool supports_resident(const Problem&, const Tensors*, No no, int compute_units) const;
   InstanceSpec spec_;
