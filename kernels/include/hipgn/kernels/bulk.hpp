@@ -1,7 +1,7 @@
 // Hopper's bulk copy engine (sm_90: cp.async.bulk) and its shared-memory barriers, for the
-// resident family's pipelined path: one thread moves a whole contiguous slice between global
-// and shared memory, asynchronously, so a workgroup has its next slice in flight while it
-// reduces and exchanges the current one. Targets without it (AMD, older NVIDIA) take the
+// resident family's pipelined path: one thread loads a whole contiguous slice from global into
+// shared memory, asynchronously, so a workgroup has its next slice in flight while it reduces
+// and exchanges the current one (results are stored from registers). Targets without it (AMD, older NVIDIA) take the
 // register path; HIPGN_BULK_COPY says which one the device pass compiles.
 #pragma once
 
@@ -47,21 +47,6 @@ __device__ __forceinline__ void wait(std::uint64_t* bar, std::uint32_t parity) {
         : "memory");
 }
 
-// Each thread that wrote shared memory the copy engine will read calls this before the
-// barrier that precedes store().
-__device__ __forceinline__ void fence_for_store() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-
-__device__ __forceinline__ void store(void* dst, const void* src, std::uint32_t bytes) {
-  if (!bytes) return;
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst), "r"(smem_address(src)),
-               "r"(bytes)
-               : "memory");
-  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-}
-// Until every committed store has read its shared memory (then it may be overwritten).
-__device__ __forceinline__ void wait_stores_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
-// Until every committed store is complete.
-__device__ __forceinline__ void wait_stores() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
 #endif
 
 }  // namespace hipgn::kernels::bulk

@@ -203,12 +203,8 @@ __device__ __forceinline__ void save_stats(const Params& p, std::int64_t group, 
   if (p.rstd) p.rstd[group] = rstd;
 }
 
-// Raw 16-byte registers: the resident families keep loaded vectors in their storage type
-// (half the registers of fp32 for 16-bit data) and convert when they use them.
-template <typename T, int N>
-__device__ __forceinline__ Vec<T, N> load_raw(const T* p) {
-  return *reinterpret_cast<const Vec<T, N>*>(p);
-}
+// Vectors widened to fp32 and narrowed back, two elements a conversion instruction where the
+// target has one.
 template <typename T, int N>
 __device__ __forceinline__ void widen(const Vec<T, N>& r, float (&out)[N]) {
 #if defined(__CUDA_ARCH__)

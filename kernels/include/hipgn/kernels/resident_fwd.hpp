@@ -26,8 +26,6 @@
 
 namespace hipgn::kernels {
 
-inline constexpr int kStageChannels = kResidentStageChannels;
-
 // One channels-first item: group `unit`, slice `slice` of its body vectors.
 template <int V>
 struct SpanSlice {
@@ -110,7 +108,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
   using T = typename Traits::XType;
   using Gm = typename Traits::GammaType;
   using VecT = Vec<T, V>;
-  __shared__ float scale[kStageChannels], shift[kStageChannels];
+  __shared__ float scale[kResidentStageChannels], shift[kResidentStageChannels];
   const T* x = static_cast<const T*>(p.x);
   T* y = static_cast<T*>(p.y);
   const Gm* gamma = static_cast<const Gm*>(p.gamma);
