@@ -78,6 +78,7 @@ BWD_PRESETS = {
         ("onchip", 256, "max", 2),
         ("looped", 256, "max", 1),
         ("split", 256, "max", 4),
+        ("resident", 512, "max", 4),
     ],
     "default": [
         ("looped", 256, 1, 1),
@@ -89,6 +90,10 @@ BWD_PRESETS = {
         ("looped", 256, 2, 1),
         ("split", 256, "max", 4),
         ("split", 256, 2, 8),
+        ("resident", 256, "max", 2),
+        ("resident", 512, "max", 2),
+        ("resident", 256, "max", 4),
+        ("resident", 512, "max", 4),
     ],
 }
 BWD_PRESETS["full"] = _full(BWD_PRESETS["default"], 16, 1)  # x and dy both in registers
@@ -97,7 +102,9 @@ BWD_OPS = ("dx", "dgb", "bwd")
 
 def _fits(op: str, layout: str, family: str, block: int, vector: int, per_thread: int) -> bool:
     if family == "resident":
-        return op == "fwd"  # the backward's resident kernels are not written yet
+        # the channels-first resident backward is not written yet; the backward holds x and
+        # dy, so at most 4 vectors of each a thread
+        return op == "fwd" or (layout == "cl" and per_thread <= 4)
     if op == "fwd" or family != "onchip":
         return True
     return block * per_thread * (vector if layout == "cl" else 1) <= 4096

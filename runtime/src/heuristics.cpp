@@ -32,6 +32,11 @@ const std::vector<Rule>& rules(Op op) {
       {Family::looped, kAny, 0, "the group loops: x read twice"},
   };
   static const std::vector<Rule> backward = {
+      // Channels-last: x and dy read once with 16-byte accesses whatever C/G is, per-channel
+      // sums in registers (resident_bwd.hpp); the other families walk a group's columns with
+      // a stride of C and read x and dy twice past 4096 elements. Not yet measured.
+      {Family::resident, kAny, 0, "resident: x and dy read once, 16-byte accesses, sums exchanged on chip",
+       std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast},
       // The backward's onchip instances hold at most 4096 elements (x and dy in registers,
       // per-channel sums in shared memory), so groups past that otherwise loop in one
       // workgroup. Measured on an H100, fp16 SiLU, N=2, C=1280, 16x16, G=32 (64 groups of

@@ -70,6 +70,11 @@ std::uintptr_t address(const void* p) { return reinterpret_cast<std::uintptr_t>(
 }  // namespace
 
 std::size_t Instance::resident_counter_bytes(std::int64_t units) { return (std::size_t(units) * 4 + 15) / 16 * 16; }
+std::size_t Instance::resident_sums_bytes(const Problem& p) const {
+  const ResidentShape r = resident_shape(p);
+  if (p.op == Op::fwd || (p.op == Op::dx && !r.streaming)) return 0;
+  return (std::size_t(r.items()) * std::size_t(p.c) * 2 * sizeof(float) + 15) / 16 * 16;
+}
 
 Instance::ResidentShape Instance::resident_shape(const Problem& p) const {
   ResidentShape r;
@@ -81,6 +86,7 @@ Instance::ResidentShape Instance::resident_shape(const Problem& p) const {
     r.units = p.n;
     r.row_lanes = int(std::max<std::int64_t>(1, spec_.block / std::max<std::int64_t>(1, p.c / v)));
     r.slices = ceil_div(p.spatial_size(), std::int64_t(r.row_lanes) * spec_.per_thread);
+    r.streaming = p.op != Op::fwd && r.slices > kResidentBwdMaxSlices;
   }
   return r;
 }
@@ -127,10 +133,12 @@ bool Instance::supports_resident(const Problem& p, const Tensors* t, No no, int 
   // Slices of a unit wait for each other, so they must be resident together: one workgroup per
   // compute unit always fits, more depends on occupancy, which only the launch knows.
   const int cus = compute_units > 0 ? compute_units : kDefaultComputeUnits;
-  if (r.slices > cus)
+  if (r.slices > cus && !r.streaming)
     return no("a " + std::string(p.layout == Layout::channels_first ? "group" : "sample") + " needs " +
               std::to_string(r.slices) + " workgroups at once, more than the " + std::to_string(cus) +
               " compute units hold");
+  if (p.op != Op::fwd && p.layout == Layout::channels_first)
+    return no("the channels-first resident backward is not written yet");
   if (p.layout == Layout::channels_first) {
     // the staged scale/shift: channels one slice touches
     const std::int64_t slice = std::int64_t(spec_.block) * spec_.per_thread * v;
@@ -149,23 +157,32 @@ bool Instance::supports_resident(const Problem& p, const Tensors* t, No no, int 
   if (p.c / v > spec_.block)
     return no("C/" + std::to_string(v) + " = " + std::to_string(p.c / v) + " vectors a row exceed the block of " +
               std::to_string(spec_.block));
-  const std::int64_t smem = resident_cl_smem_floats(p.c, p.groups, r.row_lanes) * 4;
-  if (smem + resident_stage_bytes(spec_.block, spec_.per_thread) > kResidentMaxSmem)
-    return no("C and G need " + std::to_string(smem) + " bytes of shared memory beside the stages, more than " +
-              std::to_string(kResidentMaxSmem) + " in all");
+  // the backward has no bulk-copy stages (resident_bwd.hpp)
+  const std::int64_t smem = p.op == Op::fwd ? resident_cl_smem_floats(p.c, p.groups, r.row_lanes) * 4 +
+                                                   resident_stage_bytes(spec_.block, spec_.per_thread)
+                                             : resident_bwd_cl_smem_floats(p.c, p.groups, r.row_lanes) * 4;
+  if (smem > kResidentMaxSmem)
+    return no("C and G need " + std::to_string(smem) + " bytes of shared memory, more than " +
+              std::to_string(kResidentMaxSmem));
   const std::size_t align = std::size_t(v * elem);
-  if (t && ((address(t->x) % align) || (address(t->y) % align)))
-    return no("x or y is not aligned to " + std::to_string(align) + " bytes");
+  auto misaligned = [align](const void* ptr) { return address(ptr) % align != 0; };
+  if (t && (misaligned(t->x) || (p.op == Op::fwd ? misaligned(t->y) : misaligned(t->dy) || misaligned(t->dx))))
+    return no(std::string(p.op == Op::fwd ? "x or y" : "x, dy or dx") + " is not aligned to " +
+              std::to_string(align) + " bytes");
   return true;
 }
 
 std::size_t Instance::workspace_bytes(const Problem& p) const {
   if (spec_.family == Family::resident) {
     const ResidentShape r = resident_shape(p);
-    if (r.slices == 1) return 0;
-    // arrival counters, then the partials (mean, M2) of every slice
+    // the backward: first the per-(n, c) sums S1, S2 for dgamma/dbeta
+    const std::size_t sums = resident_sums_bytes(p);
+    if (r.streaming) return sums + std::size_t(p.n) * std::size_t(p.groups) * 2 * sizeof(float);  // and A, B
+    if (r.slices == 1) return sums;
+    // arrival counters, then the partials of every slice: per group (mean, M2) forward, (A, B)
+    // backward; channels-first, a unit is one group
     const std::size_t per_slice = p.layout == Layout::channels_first ? 2 : 2 * std::size_t(p.groups);
-    return resident_counter_bytes(r.units) + std::size_t(r.items()) * per_slice * sizeof(float);
+    return sums + resident_counter_bytes(r.units) + std::size_t(r.items()) * per_slice * sizeof(float);
   }
   if (p.op == Op::fwd)
     return spec_.family == Family::split ? std::size_t(p.num_groups()) * std::size_t(slices(p)) * 3 * sizeof(float) : 0;
@@ -217,9 +234,13 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
     k.slice_vectors = spec_.block * spec_.per_thread;
     k.row_lanes = r.row_lanes;
     k.phase = int((address(t.x) / size_of(p.x_dtype)) % std::uintptr_t(spec_.vector));
-    if (r.slices > 1) {
-      k.counters = static_cast<std::uint32_t*>(workspace);
-      k.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + resident_counter_bytes(r.units));
+    k.pass = r.streaming ? 1 : 0;
+    if (r.streaming) {
+      k.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + resident_sums_bytes(p));
+    } else if (r.slices > 1) {
+      char* exchange = static_cast<char*>(workspace) + resident_sums_bytes(p);
+      k.counters = reinterpret_cast<std::uint32_t*>(exchange);
+      k.partials = reinterpret_cast<float*>(exchange + resident_counter_bytes(r.units));
     }
   }
   if (workspace_bytes(p) && !workspace) return Status::error(StatusCode::invalid_argument, name_ + " needs a workspace");

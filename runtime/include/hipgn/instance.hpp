@@ -76,6 +76,7 @@ class Instance {
   struct ResidentShape {
     std::int64_t units = 0, slices = 0;
     int row_lanes = 0;
+    bool streaming = false;  // the backward: slices past kResidentBwdMaxSlices, in two passes
     std::int64_t items() const { return units * slices; }
   };
   ResidentShape resident_shape(const Problem&) const;
@@ -84,6 +85,9 @@ class Instance {
   int slices(const Problem&) const;
   // Bytes of the resident family's arrival counters (one per unit), padded to 16.
   static std::size_t resident_counter_bytes(std::int64_t units);
+  // Bytes of the resident backward's per-(item, channel) sums for dgamma/dbeta (ops dgb, bwd),
+  // padded to 16; the counters and partials follow them.
+  std::size_t resident_sums_bytes(const Problem&) const;
   template <typename No>
   bool supports_resident(const Problem&, const Tensors*, No no, int compute_units) const;
   InstanceSpec spec_;

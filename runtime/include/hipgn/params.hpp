@@ -81,6 +81,7 @@ struct Params {
   std::int32_t slice_vectors;      // channels-first: body vectors per slice (block * per_thread)
   std::int32_t row_lanes;          // channels-last: rows a workgroup covers at once
   std::int32_t phase;              // channels-first: (x's address / element size) % vector
+  std::int32_t pass;               // the backward: 0 on chip; 1, 2 the streaming passes (resident_bwd.hpp)
   std::uint32_t* counters;
   float* partials;
 };
@@ -103,6 +104,17 @@ inline constexpr std::int64_t kResidentMaxSmem = 200 * 1024;
 // gamma, beta (2 x C).
 HIPGN_HD std::int64_t resident_cl_smem_floats(std::int64_t c, std::int64_t groups, std::int64_t row_lanes) {
   return 2 * (row_lanes > 2 ? row_lanes : 2) * c + 2 * groups + 2 * c;
+}
+// The channels-last resident backward streams a sample cut into more slices than this (two
+// passes over x and dy, the second from L2 where it fits) instead of holding it on chip: the
+// slices must be co-resident, and every one waits for the last. 64 is half an H100's compute
+// units, not yet a measured optimum.
+inline constexpr std::int64_t kResidentBwdMaxSlices = 64;
+// The channels-last resident backward (resident_bwd.hpp), in floats: per-lane channel sums S1
+// and S2 (2 x row_lanes x C), gamma and beta (2 x C), per-channel statistics (2 x C) and
+// per-group sums (2 x G).
+HIPGN_HD std::int64_t resident_bwd_cl_smem_floats(std::int64_t c, std::int64_t groups, std::int64_t row_lanes) {
+  return 2 * row_lanes * c + 4 * c + 2 * groups;
 }
 // The two shared-memory stages of the bulk-copy path (kernels/include/hipgn/kernels/bulk.hpp):
 // NVIDIA builds target sm_90, which has it; AMD takes the register path and needs none.

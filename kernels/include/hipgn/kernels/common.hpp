@@ -216,11 +216,12 @@ __device__ __forceinline__ void widen(const Vec<T, N>& r, float (&out)[N]) {
       else f = __bfloat1622float2(reinterpret_cast<const __nv_bfloat162*>(r.v)[i]);
       out[2 * i] = f.x, out[2 * i + 1] = f.y;
     }
-    return;
-  }
+  } else  // (an else, not a return: a loop after the return is unreachable, and nvcc says so)
 #endif
+  {
 #pragma unroll
-  for (int i = 0; i < N; ++i) out[i] = to_float(r.v[i]);
+    for (int i = 0; i < N; ++i) out[i] = to_float(r.v[i]);
+  }
 }
 template <typename T, int N>
 __device__ __forceinline__ Vec<T, N> narrow(const float (&in)[N]) {
@@ -234,11 +235,12 @@ __device__ __forceinline__ Vec<T, N> narrow(const float (&in)[N]) {
       else
         reinterpret_cast<__nv_bfloat162*>(r.v)[i] = __floats2bfloat162_rn(in[2 * i], in[2 * i + 1]);
     }
-    return r;
-  }
+  } else
 #endif
+  {
 #pragma unroll
-  for (int i = 0; i < N; ++i) r.v[i] = from_float<T>(in[i]);
+    for (int i = 0; i < N; ++i) r.v[i] = from_float<T>(in[i]);
+  }
   return r;
 }
 

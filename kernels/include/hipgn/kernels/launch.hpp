@@ -3,6 +3,7 @@
 
 #include "hipgn/kernels/groupnorm_bwd.hpp"
 #include "hipgn/kernels/groupnorm_fwd.hpp"
+#include "hipgn/kernels/resident_bwd.hpp"
 #include "hipgn/kernels/resident_fwd.hpp"
 
 namespace hipgn::kernels {
@@ -12,6 +13,8 @@ struct Launcher {
   static hipError_t launch(const Params& p, hipStream_t stream) {
     if constexpr (Traits::kOp == Op::fwd && F == Family::resident) {
       return ResidentFwdLauncher<Traits>::launch(p, stream);
+    } else if constexpr (F == Family::resident) {
+      return ResidentBwdLauncher<Traits>::launch(p, stream);
     } else if constexpr (Traits::kOp == Op::fwd) {
       return FwdLauncher<Traits, F>::launch(p, stream);
     } else {
