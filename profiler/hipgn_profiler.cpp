@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "hipgn/hipgn.hpp"
+#include "hipgn/dispatcher.hpp"
 #include "hipgn/reference.hpp"
 #include "options.hpp"
 
@@ -80,7 +80,7 @@ struct Selection {
   Status none;       // why the heuristic has no choice
 };
 
-int select_instances(const Handle& handle, const Options& o, Selection* s) {
+int select_instances(const Dispatcher& handle, const Options& o, Selection* s) {
   const Problem& p = o.problem;
   s->chosen = heuristic_choice(handle.registry(), handle.device(), p, nullptr, &s->rule);
   if (!s->chosen) handle.choose(p, nullptr, &s->none);
@@ -100,7 +100,7 @@ int select_instances(const Handle& handle, const Options& o, Selection* s) {
 // --tune: after the table, the fastest verified instance becomes the problem's entry in the
 // tuning database (--tuning-db or HIPGN_TUNING_DB; options.cpp parses both).
 // Records the fastest verified row; returns the exit status (0: recorded).
-int record_tuning(Handle& handle, const Problem& p, const std::vector<Row>& rows, const std::string& path) {
+int record_tuning(Dispatcher& handle, const Problem& p, const std::vector<Row>& rows, const std::string& path) {
   const Row* best = nullptr;
   for (const Row& r : rows)
     if (r.ok && (!best || r.us < best->us)) best = &r;
@@ -127,8 +127,8 @@ int main(int argc, char** argv) {
   const Problem& p = o.problem;
   if (const Status valid = validate(p); !valid.ok()) return refuse("invalid problem: " + valid.message);
 
-  std::unique_ptr<Handle> handle;
-  const Status created = Handle::create(&handle);
+  std::unique_ptr<Dispatcher> handle;
+  const Status created = Dispatcher::create(&handle);
   if (!created.ok() && created.code != StatusCode::no_device) {
     std::fprintf(stderr, "hipgn_profiler: runtime error: %s\n", created.message.c_str());
     return kExitRuntimeError;

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "hipgn/hipgn.hpp"
+#include "hipgn/dispatcher.hpp"
 #include "hipgn/reference.hpp"
 
 namespace hipgn::test {

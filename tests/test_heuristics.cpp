@@ -5,7 +5,7 @@
 #include <random>
 
 #include "corpus.hpp"
-#include "hipgn/hipgn.hpp"
+#include "hipgn/dispatcher.hpp"
 #include <cmath>
 
 namespace hipgn::test {
@@ -159,7 +159,7 @@ TEST(Heuristics, BackwardSplitsGroupsTooLargeForChip) {
 }
 
 TEST(Heuristics, TunedChoiceOverridesRules) {
-  Handle h(kH100);
+  Dispatcher h(kH100);
   const Problem p = make_problem({2, 320, {64, 64}, 32}, DataType::f16, DataType::f16, Layout::channels_first,
                                     Activation::swish);
   const auto& bucket = Registry::global().bucket(Key::of(p));

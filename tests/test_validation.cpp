@@ -44,7 +44,7 @@ const std::vector<BadCase>& bad_cases() {
 }
 
 TEST(Validation, EachBadInputIsNamed) {
-  Handle h(DeviceInfo{});
+  Dispatcher h(DeviceInfo{});
   for (const BadCase& c : bad_cases()) {
     Problem p = good();
     Tensors t = kTensors;
@@ -57,7 +57,7 @@ TEST(Validation, EachBadInputIsNamed) {
 
 // Backward: the forward's statistics, dy, dx and (with Swish, or for dgb) gamma are required.
 TEST(Validation, BackwardInputsAreNamed) {
-  Handle h(DeviceInfo{});
+  Dispatcher h(DeviceInfo{});
   auto bwd = [](Op op) {
     Problem p = good();
     p.op = op;
@@ -92,7 +92,7 @@ TEST(Validation, GoodProblemIsValid) { EXPECT_TRUE(validate(good(), kTensors).ok
 
 TEST(Validation, NotBuiltNamesTheOption) {
   Registry empty;
-  Handle h(DeviceInfo{}, &empty);
+  Dispatcher h(DeviceInfo{}, &empty);
   const Status s = h.run(good(), kTensors);
   EXPECT_EQ(s.code, StatusCode::not_built);
   EXPECT_NE(s.message.find("fwd_f16_f16_cf_swish"), std::string::npos) << s.message;
@@ -103,7 +103,7 @@ TEST(Validation, NotBuiltNamesTheOption) {
 }
 
 TEST(Validation, NamedInstanceErrors) {
-  Handle h(DeviceInfo{});
+  Dispatcher h(DeviceInfo{});
   EXPECT_EQ(h.run(good(), kTensors, nullptr, "gn_fwd_nonsense").code, StatusCode::unknown_instance);
   // an instance of another key does not support the problem
   for (const Instance& inst : Registry::global().all()) {
@@ -123,7 +123,7 @@ TEST(Validation, NoSupportingInstanceSaysBuiltAndWhy) {
   for (const char* name : {"gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4", "gn_fwd_f16_f16_cf_swish_looped_b256_v4_e4",
                            "gn_fwd_f16_f16_cf_swish_looped_b256_v8_e4"})
     reg.add(*InstanceSpec::parse(name), name, never);
-  Handle h(DeviceInfo{}, &reg);
+  Dispatcher h(DeviceInfo{}, &reg);
   Problem p = good();
   p.spatial = {7, 7};
   Status s;
@@ -167,7 +167,7 @@ TEST(Validation, GroupsPastTheGridLimitAreValidAndExplained) {
   ASSERT_GT(p.num_groups(), std::int64_t(INT32_MAX));
   ASSERT_TRUE(validate(p).ok()) << validate(p).message;
   if (Registry::global().bucket(Key::of(p)).empty()) GTEST_SKIP() << "f16 cf swish not built";
-  Handle h(DeviceInfo{});
+  Dispatcher h(DeviceInfo{});
   Status s;
   const Instance* inst = h.choose(p, nullptr, &s);
   if (inst) {
@@ -181,7 +181,7 @@ TEST(Validation, GroupsPastTheGridLimitAreValidAndExplained) {
 }
 
 TEST(Validation, NamedInstanceSaysWhichAndWhy) {
-  Handle h(DeviceInfo{});
+  Dispatcher h(DeviceInfo{});
   const auto& bucket = Registry::global().bucket(Key::of(good()));
   if (bucket.empty()) GTEST_SKIP() << "f16 cf swish not built";
   Status s;
@@ -213,7 +213,7 @@ TEST(Validation, NamedInstanceSaysWhichAndWhy) {
 }
 
 TEST(Validation, NoDeviceHandleDoesNotLaunch) {
-  Handle h(DeviceInfo{});
+  Dispatcher h(DeviceInfo{});
   if (Registry::global().bucket(Key::of(good())).empty()) GTEST_SKIP() << "f16 cf swish not built";
   EXPECT_EQ(h.run(good(), kTensors).code, StatusCode::no_device);
 }
@@ -221,8 +221,8 @@ TEST(Validation, NoDeviceHandleDoesNotLaunch) {
 // On the GPU: a rejected call leaves y, mean and rstd untouched.
 TEST(Validation, NothingWrittenOnError) {
   HIPGN_REQUIRE_GPU();
-  std::unique_ptr<Handle> h;
-  ASSERT_TRUE(Handle::create(&h).ok());
+  std::unique_ptr<Dispatcher> h;
+  ASSERT_TRUE(Dispatcher::create(&h).ok());
   const Problem base = good();
   const std::size_t bytes = std::size_t(base.elements()) * 2 + 64;
   DeviceBuffer x(bytes), y(bytes), mean(1024), rstd(1024);

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "hipgn/hipgn.hpp"
+#include "hipgn/dispatcher.hpp"
 #include "hipgn/reference.hpp"
 
 namespace hipgn {
@@ -57,7 +57,7 @@ Status fill(void* dst, DataType dtype, std::size_t count, double offset, double 
 
 }  // namespace
 
-Status Handle::tune(const Problem& p, hipStream_t stream, TuneResult* out, const TuneOptions& o) {
+Status Dispatcher::tune(const Problem& p, hipStream_t stream, TuneResult* out, const TuneOptions& o) {
   if (Status s = validate(p); !s.ok()) return s;
   if (o.iters < 1 || o.warmup < 0)
     return Status::error(StatusCode::invalid_argument, "tuning needs iters >= 1 and warmup >= 0");

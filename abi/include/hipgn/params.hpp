@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "hipgn/types.hpp"
+#include "hipgn/storage.hpp"
 
 namespace hipgn {
 

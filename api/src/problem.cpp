@@ -1,51 +1,12 @@
-// Names of the enumerations (the spellings of codegen/spec.py), problem validation.
+// A problem's derived sizes, its description and its validation.
 #include <cmath>
 #include <limits>
 #include <sstream>
 #include <vector>
 
 #include "hipgn/problem.hpp"
-#include "hipgn/types.hpp"
 
 namespace hipgn {
-namespace {
-template <typename E, std::size_t K>
-bool parse_in(std::string_view s, E& out, const std::string_view (&names)[K]) {
-  for (std::size_t i = 0; i < K; ++i)
-    if (names[i] == s) { out = static_cast<E>(i); return true; }
-  return false;
-}
-constexpr std::string_view kOps[] = {"fwd", "dx", "dgb", "bwd"};
-constexpr std::string_view kDtypes[] = {"f32", "f16", "bf16"};
-constexpr std::string_view kLayouts[] = {"cf", "cl"};
-constexpr std::string_view kActs[] = {"none", "swish"};
-constexpr std::string_view kFamilies[] = {"onchip", "looped", "split", "resident"};
-}  // namespace
-
-std::string_view to_string(Op v) { return kOps[int(v)]; }
-std::string_view to_string(DataType v) { return kDtypes[int(v)]; }
-std::string_view to_string(Layout v) { return kLayouts[int(v)]; }
-std::string_view to_string(Activation v) { return kActs[int(v)]; }
-std::string_view to_string(Family v) { return kFamilies[int(v)]; }
-bool parse(std::string_view s, Op& v) { return parse_in(s, v, kOps); }
-bool parse(std::string_view s, DataType& v) { return parse_in(s, v, kDtypes); }
-bool parse(std::string_view s, Layout& v) { return parse_in(s, v, kLayouts); }
-bool parse(std::string_view s, Activation& v) { return parse_in(s, v, kActs); }
-bool parse(std::string_view s, Family& v) { return parse_in(s, v, kFamilies); }
-std::size_t size_of(DataType t) { return t == DataType::f32 ? 4 : 2; }
-
-const char* to_string(StatusCode c) {
-  switch (c) {
-    case StatusCode::success: return "success";
-    case StatusCode::invalid_argument: return "invalid argument";
-    case StatusCode::not_built: return "not built";
-    case StatusCode::not_supported: return "not supported";
-    case StatusCode::unknown_instance: return "unknown instance";
-    case StatusCode::runtime_error: return "runtime error";
-    case StatusCode::no_device: return "no device";
-  }
-  return "?";
-}
 
 std::int64_t Problem::spatial_size() const {
   std::int64_t s = 1;

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "hipgn/hipgn.hpp"
+#include "hipgn/dispatcher.hpp"
 
 static_assert(sizeof(hipgn_problem_t) == 128, "hipgn_problem_t's layout is part of the ABI (FFI bindings mirror it)");
 
@@ -67,9 +67,8 @@ hipgn_status_t fwd(hipgn_handle_t handle, const hipgn_problem_t* problem, const 
   t.mean = mean;
   t.rstd = rstd;
   const std::string name = instance ? instance : "";
-  auto* s = static_cast<hipStream_t>(stream);
-  return report(own_workspace ? handle->handle->run(p, t, s, name)
-                              : handle->handle->run_with_workspace(p, t, workspace, workspace_bytes, s, name));
+  return report(own_workspace ? handle->handle->run(p, t, stream, name)
+                              : handle->handle->run_with_workspace(p, t, workspace, workspace_bytes, stream, name));
 }
 
 hipgn_status_t bwd(hipgn_handle_t handle, const hipgn_problem_t* problem, const void* dy, const void* x,
@@ -91,9 +90,8 @@ hipgn_status_t bwd(hipgn_handle_t handle, const hipgn_problem_t* problem, const 
   t.dgamma = dgamma;
   t.dbeta = dbeta;
   const std::string name = instance ? instance : "";
-  auto* s = static_cast<hipStream_t>(stream);
-  return report(own_workspace ? handle->handle->run(p, t, s, name)
-                              : handle->handle->run_with_workspace(p, t, workspace, workspace_bytes, s, name));
+  return report(own_workspace ? handle->handle->run(p, t, stream, name)
+                              : handle->handle->run_with_workspace(p, t, workspace, workspace_bytes, stream, name));
 }
 
 // The problem of a call that takes a handle and a descriptor; null (reported) when either is bad.
@@ -168,10 +166,10 @@ hipgn_status_t hipgn_tune(hipgn_handle_t handle, const hipgn_problem_t* problem,
   hipgn::Problem p;
   if (!problem_of(handle, problem, &p)) return static_cast<hipgn_status_t>(hipgn::StatusCode::invalid_argument);
   hipgn::TuneResult result;
-  const hipgn::Status s = handle->handle->tune(p, static_cast<hipStream_t>(stream), &result);
+  const hipgn::Status s = handle->handle->tune(p, stream, &result);
   if (!s.ok()) return report(s);
   // a name that lives as long as the process: the registry's copy
-  if (winner) *winner = handle->handle->registry().find(result.instance)->name().c_str();
+  if (winner) *winner = handle->handle->dispatcher().registry().find(result.instance)->name().c_str();
   if (us) *us = result.us;
   return HIPGN_STATUS_SUCCESS;
 }
@@ -194,7 +192,7 @@ hipgn_status_t hipgn_tuning_db_save(hipgn_handle_t handle, const char* path) {
 }
 
 const char* hipgn_device_name(hipgn_handle_t handle) {
-  return handle ? handle->handle->device().name.c_str() : "";
+  return handle ? handle->handle->device_name().c_str() : "";
 }
 
 int32_t hipgn_api_version(void) { return HIPGN_API_VERSION; }
@@ -205,7 +203,7 @@ hipgn_status_t hipgn_choose_instance(hipgn_handle_t handle, const hipgn_problem_
   if (!to_problem(problem, &p)) return report(kBadDescriptor);
   hipgn::Status s = hipgn::validate(p);
   if (!s.ok()) return report(s);
-  const hipgn::Instance* inst = handle->handle->choose(p, nullptr, &s);
+  const hipgn::Instance* inst = handle->handle->dispatcher().choose(p, nullptr, &s);
   if (!inst) return report(s);
   *name = inst->name().c_str();
   return HIPGN_STATUS_SUCCESS;
