@@ -8,7 +8,7 @@ install(TARGETS hipgn_shared EXPORT hipgnSharedTargets LIBRARY DESTINATION ${CMA
 install(TARGETS hipgn hipgn_gpu_runtime EXPORT hipgnStaticTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 # the public layer only: the dispatch and device-ABI headers stay inside (platform_cuda.hpp's
 # hip* names would collide with a real HIP in the consumer's program)
-install(DIRECTORY api/include/hipgn DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY api/include/hipgn ${HIPGN_VOCABULARY_DIR}/include/hipgn DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${HIPGN_MANIFEST} DESTINATION ${CMAKE_INSTALL_DATADIR}/hipgn)
 if(HIPGN_BUILD_TOOLS)
   install(TARGETS hipgn_profiler RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

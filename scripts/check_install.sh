@@ -13,7 +13,7 @@ log=$prefix/log
 quiet() { "$@" > "$log" 2>&1 || { cat "$log"; echo "check_install: failed: $*"; exit 1; }; }
 quiet cmake --install "$build" --prefix "$prefix/install"
 installed=$(cd "$prefix/install/include/hipgn" && ls | sort | tr '\n' ' ')
-if [ "$installed" != "hipgn.h hipgn.hpp problem.hpp status.hpp types.hpp " ]; then
+if [ "$installed" != "hipgn.h hipgn.hpp problem.hpp status.hpp types.h types.hpp " ]; then
   echo "check_install: the install ships more or less than the public layer: $installed"
   exit 1
 fi

@@ -19,12 +19,18 @@ hipgn_status_t report(const hipgn::Status& s) {
   return static_cast<hipgn_status_t>(s.code);
 }
 
+// Whether a C enum's value names a term of E (types.h and types.hpp come from one declaration,
+// codegen/vocabulary.py, so the values agree).
+template <typename E>
+bool in_range(int value) {
+  return value >= 0 && value < int(std::size(hipgn::Names<E>::all));
+}
+
 bool to_problem(const hipgn_problem_t* in, hipgn::Problem* out) {
   if (!in || in->spatial_rank < 0 || in->spatial_rank > HIPGN_MAX_SPATIAL_RANK) return false;
-  if (in->op < HIPGN_OP_FWD || in->op > HIPGN_OP_BWD) return false;
-  if (in->x_dtype < HIPGN_F32 || in->x_dtype > HIPGN_BF16 || in->gamma_dtype < HIPGN_F32 || in->gamma_dtype > HIPGN_BF16 ||
-      (in->layout != HIPGN_CHANNELS_FIRST && in->layout != HIPGN_CHANNELS_LAST) ||
-      (in->act != HIPGN_ACT_NONE && in->act != HIPGN_ACT_SWISH))
+  if (!in_range<hipgn::Op>(in->op) || !in_range<hipgn::DataType>(in->x_dtype) ||
+      !in_range<hipgn::DataType>(in->gamma_dtype) || !in_range<hipgn::Layout>(in->layout) ||
+      !in_range<hipgn::Activation>(in->act))
     return false;
   out->op = static_cast<hipgn::Op>(in->op);
   out->n = in->n;

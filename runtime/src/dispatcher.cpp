@@ -143,8 +143,7 @@ const Instance* Dispatcher::named(const Problem& p, const std::string& name, con
   if (!inst) {
     if (!InstanceSpec::parse(name))
       return fail(StatusCode::unknown_instance,
-                  "'" + name + "' is not an instance name (gn_<op>_<x dtype>_<gamma dtype>_<layout>_<act>_<family>"
-                  "_b<block>_v<vector>_e<per thread>)");
+                  "'" + name + "' is not an instance name (" + kInstanceNameGrammar + ")");
     return fail(StatusCode::unknown_instance, name + " is a valid name but this build did not compile it (preset " +
                                                   "or HIPGN_INSTANCE_FILTER); the build's manifest.json lists those it did");
   }

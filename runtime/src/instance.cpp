@@ -1,4 +1,4 @@
-// Instance names (the grammar of codegen/spec.py), support checks, workspace and launch.
+// Support checks, workspace and launch of an instance.
 #include "hipgn/instance.hpp"
 
 #include <algorithm>
@@ -16,47 +16,9 @@ bool Key::operator<(const Key& o) const {
   return t(*this) < t(o);
 }
 
-std::string Key::to_string() const {
-  std::string s;
-  for (std::string_view part : {hipgn::to_string(op), hipgn::to_string(x_dtype), hipgn::to_string(gamma_dtype),
-                                hipgn::to_string(layout), hipgn::to_string(act)})
-    s.append(s.empty() ? "" : "_").append(part);
-  return s;
-}
-
 Key Key::of(const Problem& p) { return {p.op, p.x_dtype, p.gamma_dtype, p.layout, p.act}; }
 
-std::string InstanceSpec::name() const {
-  return "gn_" + key().to_string() + "_" + std::string(hipgn::to_string(family)) + "_b" + std::to_string(block) +
-         "_v" + std::to_string(vector) + "_e" + std::to_string(per_thread);
-}
-
-std::optional<InstanceSpec> InstanceSpec::parse(std::string_view name) {
-  std::vector<std::string_view> f;
-  for (std::size_t start = 0;;) {
-    const std::size_t end = name.find('_', start);
-    f.push_back(name.substr(start, end == std::string_view::npos ? end : end - start));
-    if (end == std::string_view::npos) break;
-    start = end + 1;
-  }
-  auto number = [](std::string_view s, char prefix, int& out) {
-    if (s.size() < 2 || s[0] != prefix || s.size() > 6) return false;
-    out = 0;
-    for (char ch : s.substr(1)) {
-      if (ch < '0' || ch > '9') return false;
-      out = out * 10 + (ch - '0');
-    }
-    return true;
-  };
-  InstanceSpec s{};
-  if (f.size() != 10 || f[0] != "gn" || !hipgn::parse(f[1], s.op) || !hipgn::parse(f[2], s.x_dtype) ||
-      !hipgn::parse(f[3], s.gamma_dtype) || !hipgn::parse(f[4], s.layout) || !hipgn::parse(f[5], s.act) ||
-      !hipgn::parse(f[6], s.family) || !number(f[7], 'b', s.block) || !number(f[8], 'v', s.vector) ||
-      !number(f[9], 'e', s.per_thread))
-    return std::nullopt;
-  if (s.name() != name) return std::nullopt;  // e.g. leading zeros: one spelling per spec
-  return s;
-}
+// Key::to_string, InstanceSpec::name and parse: generated (templates/instance_name.cpp.j2).
 
 namespace {
 // The group is rows x cols with cols contiguous: channels-first cols are the spatial

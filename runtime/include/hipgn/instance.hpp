@@ -42,10 +42,14 @@ struct InstanceSpec {
   bool generic() const { return family == Family::looped && vector == 1; }
   // Elements one workgroup holds on chip (onchip) or handles per slice (split).
   std::int64_t chunk_elements() const { return std::int64_t(block) * vector * per_thread; }
-  std::string name() const;  // the grammar of codegen/spec.py
+  // The name (codegen/vocabulary.py's NAME_FIELDS; generated: instance_name.cpp) and its parser.
+  std::string name() const;
   static std::optional<InstanceSpec> parse(std::string_view name);
   bool operator==(const InstanceSpec& o) const { return name() == o.name(); }
 };
+
+// The name grammar in words, for messages: "gn_<op>_..._e<per thread>".
+extern const char* const kInstanceNameGrammar;
 
 using LaunchFn = hipError_t (*)(const Params&, hipStream_t);
 
