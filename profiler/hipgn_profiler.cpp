@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "hipgn/dispatcher.hpp"
+#include "hipgn/op.hpp"
 #include "hipgn/reference.hpp"
 #include "options.hpp"
 
@@ -169,7 +170,8 @@ int main(int argc, char** argv) {
   const std::size_t count = std::size_t(p.elements()), bytes = count * size_of(p.x_dtype);
   std::mt19937_64 rng(12345);
   std::uniform_real_distribution<double> u(-1, 1);
-  const bool backward = p.op != Op::fwd;
+  const OpDescriptor& op = describe(p.op);
+  const bool backward = op.backward;
   std::vector<double> x(count), dyv(count), gamma(std::size_t(p.c)), beta(std::size_t(p.c));
   for (auto& v : x) v = 0.5 + 2 * u(rng);
   for (auto& v : dyv) v = u(rng);
@@ -204,26 +206,23 @@ int main(int argc, char** argv) {
   CHECK(hipMemcpy(dx, xb.data(), bytes, hipMemcpyHostToDevice));
   CHECK(hipMemcpy(dg, gb.data(), gb.size(), hipMemcpyHostToDevice));
   CHECK(hipMemcpy(db, bb.data(), bb.size(), hipMemcpyHostToDevice));
-  Tensors t{dx, dy, dg, db, dm, dr};
-  if (backward) {  // dy in the y buffer; the forward's statistics from the reference
+  // every buffer; the op's row keeps those it reads and writes (y and dx share one)
+  const Tensors t = only(Tensors{dx, dgrad, dg, db, dm, dr, dy, dgrad, ddg, ddb},
+                         op.reads | op.writes | op.optional_writes | op.writes_with_gamma);
+  if (backward) {  // the forward's statistics from the reference
     CHECK(hipMemcpy(dy, dyb.data(), bytes, hipMemcpyHostToDevice));
     const auto mb = encode(DataType::f32, mean_ref), rb = encode(DataType::f32, rstd_ref);
     CHECK(hipMemcpy(dm, mb.data(), mb.size(), hipMemcpyHostToDevice));
     CHECK(hipMemcpy(dr, rb.data(), rb.size(), hipMemcpyHostToDevice));
-    t.y = nullptr;
-    t.dy = dy;
-    t.dx = p.op == Op::dgb ? nullptr : dgrad;
-    t.dgamma = p.op == Op::dx ? nullptr : ddg;
-    t.dbeta = p.op == Op::dx ? nullptr : ddb;
   }
-  void* const out = backward ? dgrad : dy;  // what is checked elementwise (unless dgb)
+  void* const out = dgrad;  // what is checked elementwise (y or dx), unless per channel
 
   // the same-size copy, measured in this run: reads x once and writes once, like the floor
   const double copy_us = median_us([&] { CHECK(hipMemcpyAsync(dcopy, dx, bytes, hipMemcpyDeviceToDevice, nullptr)); },
                                    warmup, iters, flush, flush_bytes);
   // the floor: each tensor read once and written once (fwd: x, y; dx and bwd: x, dy, dx;
   // dgb: x, dy), against a copy that reads and writes bytes once each
-  const double floor_bytes = (p.op == Op::dx || p.op == Op::bwd ? 3.0 : 2.0) * double(bytes);
+  const double floor_bytes = op.x_sized_tensors * double(bytes);
   std::printf("copy: %.2f us, %.0f GB/s\n", copy_us, 2.0 * double(bytes) / copy_us / 1e3);
 
   const double tol = p.x_dtype == DataType::f32 ? 1e-4 : p.x_dtype == DataType::f16 ? 8e-3 : 5e-2;
@@ -241,7 +240,7 @@ int main(int argc, char** argv) {
       r.launch_failed = true;
       r.note = s.message;
     } else {
-      const bool per_channel = p.op == Op::dgb;
+      const bool per_channel = op.checked == kDgamma;
       const std::size_t n_check = per_channel ? gamma.size() : count;
       std::vector<std::uint8_t> yb(per_channel ? gb.size() : bytes);
       CHECK(hipMemcpy(yb.data(), per_channel ? ddg : out, yb.size(), hipMemcpyDeviceToHost));

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "corpus.hpp"
+#include "hipgn/op.hpp"
 
 namespace hipgn::test {
 
@@ -197,7 +198,7 @@ Status capture_and_replay(const std::function<Status(hipStream_t)>& work, int re
 std::vector<std::string> instance_names(bool backward) {
   std::vector<std::string> names;
   for (const Instance& inst : Registry::global().all())
-    if ((inst.spec().op != Op::fwd) == backward) names.push_back(inst.name());
+    if (describe(inst.spec().op).backward == backward) names.push_back(inst.name());
   return names;
 }
 
@@ -254,9 +255,9 @@ bool run_and_check_bwd(const Problem& p, const RunOptions& o, const Launch& laun
   t.rstd = static_cast<float*>(dr.get());
   t.dgamma = ddg.get();
   t.dbeta = ddb.get();
-  if (p.op == Op::dx) t.dgamma = t.dbeta = nullptr;
-  if (p.op == Op::dgb) t.dx = nullptr;
-  if (p.op == Op::bwd && !o.gamma) t.dgamma = t.dbeta = nullptr;  // affine off: dx only
+  // what the op reads and writes; dgamma/dbeta of the fused backward only with gamma (affine on)
+  const OpDescriptor& op = describe(p.op);
+  t = only(t, op.reads | op.writes | op.optional_writes | (o.gamma ? op.writes_with_gamma : 0));
 
   if (forward) {  // our forward's saved statistics feed the backward
     Problem fp = p;

@@ -8,6 +8,7 @@
 
 #include "corpus.hpp"
 #include "gpu.hpp"
+#include "hipgn/op.hpp"
 
 namespace hipgn::test {
 namespace {
@@ -86,6 +87,22 @@ TEST(Validation, BackwardInputsAreNamed) {
     EXPECT_EQ(s.code, StatusCode::invalid_argument) << message;
     EXPECT_NE(s.message.find(message), std::string::npos) << s.message;
   }
+}
+
+// The op table has one row per op, in Op's order, and its masks are consistent: every
+// required tensor is read or written, the checked output is written, aligned tensors are x-sized.
+TEST(Validation, OpTableIsConsistent) {
+  for (std::size_t i = 0; i < std::size(Names<Op>::all); ++i) {
+    const OpDescriptor& d = describe(Op(i));
+    EXPECT_EQ(int(d.op), int(i));
+    const unsigned touched = d.reads | d.writes | d.optional_writes | d.writes_with_gamma;
+    for (const Required& r : d.required) EXPECT_EQ(r.tensors & ~touched, 0u) << to_string(d.op);
+    EXPECT_NE(d.checked & (d.writes | d.writes_with_gamma), 0u) << to_string(d.op);
+    EXPECT_EQ(d.aligned & ~(kX | kY | kDy | kDx), 0u) << to_string(d.op);
+    EXPECT_EQ(d.backward, (d.reads & kDy) != 0) << to_string(d.op);
+  }
+  EXPECT_EQ(tensor_list(kX | kDy | kDx), "x, dy or dx");
+  EXPECT_EQ(tensor_list(kX | kY), "x or y");
 }
 
 TEST(Validation, GoodProblemIsValid) { EXPECT_TRUE(validate(good(), kTensors).ok()); }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "hipgn/dispatcher.hpp"
+#include "hipgn/op.hpp"
 
 static_assert(sizeof(hipgn_problem_t) == 128, "hipgn_problem_t's layout is part of the ABI (FFI bindings mirror it)");
 
@@ -64,7 +65,7 @@ hipgn_status_t fwd(hipgn_handle_t handle, const hipgn_problem_t* problem, const 
   if (!handle) return report(kNoHandle);
   hipgn::Problem p;
   if (!to_problem(problem, &p)) return report(kBadDescriptor);
-  if (p.op != hipgn::Op::fwd) return report(kNotForward);
+  if (hipgn::describe(p.op).backward) return report(kNotForward);
   hipgn::Tensors t;
   t.x = x;
   t.y = y;
@@ -84,7 +85,7 @@ hipgn_status_t bwd(hipgn_handle_t handle, const hipgn_problem_t* problem, const 
   if (!handle) return report(kNoHandle);
   hipgn::Problem p;
   if (!to_problem(problem, &p)) return report(kBadDescriptor);
-  if (p.op == hipgn::Op::fwd) return report(kNotBackward);
+  if (!hipgn::describe(p.op).backward) return report(kNotBackward);
   hipgn::Tensors t;
   t.dy = dy;
   t.x = x;

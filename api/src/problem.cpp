@@ -6,6 +6,8 @@
 
 #include "hipgn/problem.hpp"
 
+#include "hipgn/op.hpp"  // the op table (internal): what each op reads and writes
+
 namespace hipgn {
 
 std::int64_t Problem::spatial_size() const {
@@ -58,25 +60,24 @@ Status validate(const Problem& p) {
 
 Status validate(const Problem& p, const Tensors& t) {
   if (Status s = validate(p); !s.ok()) return s;
-  if (!t.x) return bad("x is null");
-  if (p.op == Op::fwd) {
-    if (!t.y) return bad("y is null");
-    return Status::success();
-  }
-  const std::string op(hipgn::to_string(p.op));
-  if (!t.dy) return bad(op + ": dy is null");
-  if (!t.mean || !t.rstd) return bad(op + ": the forward's saved mean and rstd are required (mean or rstd is null)");
-  if (p.act == Activation::swish && !t.gamma)
-    return bad(op + ": gamma is null but Swish was fused: the backward recomputes Swish's input gamma * xhat + beta "
+  const OpDescriptor& d = describe(p.op);
+  const std::string op = std::string(hipgn::to_string(p.op)) + ": ";
+  auto given = [&t](unsigned mask, bool all) {
+    for (unsigned i = 0; i < kTensorCount; ++i)
+      if ((mask >> i) & 1u) {
+        const bool present = tensor_pointer(t, TensorBit(1u << i)) != nullptr;
+        if (all && !present) return false;
+        if (!all && present) return true;
+      }
+    return all;
+  };
+  for (const Required& r : d.required)
+    if (r.tensors && !given(r.tensors, true)) return bad(op + r.missing);
+  if (d.swish_needs_gamma && p.act == Activation::swish && !t.gamma)
+    return bad(op + "gamma is null but Swish was fused: the backward recomputes Swish's input gamma * xhat + beta "
                     "and needs the forward's gamma");
-  if ((p.op == Op::dx || p.op == Op::bwd) && !t.dx) return bad(op + ": dx is null");
-  if (p.op == Op::dgb && !t.gamma)
-    return bad("dgb: gamma is null (affine off): there are no gamma/beta gradients; use op dx");
-  if (p.op == Op::dgb && (!t.dgamma || !t.dbeta)) return bad("dgb: dgamma or dbeta is null");
-  if (p.op == Op::bwd && t.gamma && (!t.dgamma || !t.dbeta))
-    return bad("bwd: dgamma or dbeta is null (with gamma given, the fused backward writes both)");
-  if (p.op == Op::bwd && !t.gamma && (t.dgamma || t.dbeta))
-    return bad("bwd: dgamma/dbeta given but gamma is null (affine off: dx only)");
+  if (d.writes_with_gamma && t.gamma && !given(d.writes_with_gamma, true)) return bad(op + d.with_gamma_missing);
+  if (d.writes_with_gamma && !t.gamma && given(d.writes_with_gamma, false)) return bad(op + d.without_gamma_given);
   return Status::success();
 }
 

@@ -1,5 +1,6 @@
 // Dispatch rules: data first, then the short function that reads them.
 #include "hipgn/heuristics.hpp"
+#include "hipgn/op.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -40,7 +41,7 @@ const std::vector<Rule>& rules(Op op) {
       {Family::onchip, kAny, 0, "the group fits on chip: x and dy read once"},
       {Family::looped, kAny, 0, "the group loops: x and dy read twice"},
   };
-  return op == Op::fwd ? forward : backward;
+  return describe(op).backward ? backward : forward;
 }
 
 namespace {

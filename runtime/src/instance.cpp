@@ -1,5 +1,6 @@
 // Support checks, workspace and launch of an instance.
 #include "hipgn/instance.hpp"
+#include "hipgn/op.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -67,17 +68,17 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
       return no((p.layout == Layout::channels_first ? "spatial size " : "C/G ") + std::to_string(cols(p)) +
                 " is not a multiple of the vector " + std::to_string(v));
     const std::size_t align = std::size_t(v) * size_of(p.x_dtype);
-    auto misaligned = [align](const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % align != 0; };
-    if (t && (misaligned(t->x) || (p.op == Op::fwd ? misaligned(t->y) : misaligned(t->dy) || misaligned(t->dx))))
-      return no(std::string(p.op == Op::fwd ? "x or y" : "x, dy or dx") + " is not aligned to " +
-                std::to_string(align) + " bytes");
+    const unsigned aligned = describe(p.op).aligned;
+    for (unsigned i = 0; t && i < kTensorCount; ++i)
+      if (((aligned >> i) & 1u) && address(tensor_pointer(*t, TensorBit(1u << i))) % align != 0)
+        return no(tensor_list(aligned) + " is not aligned to " + std::to_string(align) + " bytes");
   }
   if (spec_.family == Family::onchip && p.group_elements() > spec_.chunk_elements())
     return no("the group's " + std::to_string(p.group_elements()) + " elements exceed the " +
               std::to_string(spec_.chunk_elements()) + " held on chip");
   if (spec_.family == Family::split && slices(p) < 0)
     return no("the group needs more than " + std::to_string(kMaxSlices) + " slices");
-  if (spec_.family == Family::split && p.op != Op::fwd && p.channels_per_group() > kMaxSlices)
+  if (spec_.family == Family::split && describe(p.op).backward && p.channels_per_group() > kMaxSlices)
     return no("C/G exceeds the " + std::to_string(kMaxSlices) + " workgroups of a grid column");
   return true;
 }
@@ -129,7 +130,7 @@ std::size_t Instance::workspace_bytes(const Problem& p) const {
     const std::size_t per_slice = p.layout == Layout::channels_first ? 2 : 2 * std::size_t(p.groups);
     return resident_counter_bytes(r.units) + std::size_t(r.items()) * per_slice * sizeof(float);
   }
-  if (p.op == Op::fwd)
+  if (!describe(p.op).backward)
     return spec_.family == Family::split ? std::size_t(p.num_groups()) * std::size_t(slices(p)) * 3 * sizeof(float) : 0;
   // backward: the per-(n, c) sums S1, S2; op dx needs them only to carry A, B across the
   // split family's two passes
@@ -150,7 +151,8 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
   k.dy = t.dy;
   k.dx = t.dx;
   // dgamma/dbeta only where the op writes them and affine is on
-  const bool gamma_beta = (p.op == Op::dgb || p.op == Op::bwd) && t.gamma;
+  const OpDescriptor& d = describe(p.op);
+  const bool gamma_beta = ((d.writes | d.writes_with_gamma) & kDgamma) && t.gamma;
   k.dgamma = gamma_beta ? t.dgamma : nullptr;
   k.dbeta = gamma_beta ? t.dbeta : nullptr;
   k.workspace = static_cast<float*>(workspace);
