@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+from . import families
 from .spec import ACTIVATIONS, DTYPE_BYTES, LAYOUTS, InstanceSpec
 
 # (x dtype, gamma dtype): gamma/beta are the x dtype or fp32.
@@ -95,12 +96,7 @@ BWD_PRESETS["full"] = _full(BWD_PRESETS["default"], 16, 1)  # x and dy both in r
 BWD_OPS = ("dx", "dgb", "bwd")
 
 
-def _fits(op: str, layout: str, family: str, block: int, vector: int, per_thread: int) -> bool:
-    if family == "resident":
-        return op == "fwd"  # the backward's resident kernels are not written yet
-    if op == "fwd" or family != "onchip":
-        return True
-    return block * per_thread * (vector if layout == "cl" else 1) <= 4096
+_fits = families.fits  # the family's ops and static limits (codegen/families.py)
 
 
 def enumerate_specs(preset: str) -> list[InstanceSpec]:

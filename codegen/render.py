@@ -17,7 +17,7 @@ import pathlib
 import jinja2
 
 from .spec import InstanceSpec
-from . import vocabulary
+from . import families, vocabulary
 from .vocabulary import ACTIVATIONS, DTYPES, FAMILIES, LAYOUTS, OPS
 
 TEMPLATE_DIR = pathlib.Path(__file__).resolve().parent.parent / "templates"
@@ -79,16 +79,20 @@ VOCABULARY_FILES = {  # output (relative to its directory) -> template
     "include/hipgn/types.h": "types.h.j2",
     "instance_name.cpp": "instance_name.cpp.j2",
     "vocabulary.cmake": "vocabulary.cmake.j2",
+    "internal/hipgn/family_limits.hpp": "family_limits.hpp.j2",
+    "family_table.cpp": "family_table.cpp.j2",
 }
 
 
 def render_vocabulary() -> dict[str, str]:
-    """What the build needs of codegen/vocabulary.py, in C++, C and CMake."""
+    """What the build needs of codegen/vocabulary.py and codegen/families.py, in C++, C and CMake."""
     v = vocabulary
     context = dict(enums=v.ENUMS, dtype_bytes=[t.bytes for t in v.DTYPES.terms], grammar=v.name_grammar(),
                    prefix=v.NAME_PREFIX, fields=v.NAME_FIELDS, key_fields=v.KEY_FIELDS,
-                   default_targets={p: v.default_targets(p) for p in v.PLATFORMS})
+                   default_targets={p: v.default_targets(p) for p in v.PLATFORMS},
+                   families=list(families.DESCRIPTORS.values()), bwd_staged_slots=families.BWD_STAGED_SLOTS)
     env = _env()
+    env.filters["op_bit"] = lambda op: f"(1u << int({v.OPS.qualified(op)}))"
     return {out: env.get_template(t).render(**context) for out, t in VOCABULARY_FILES.items()}
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from . import families
 from .vocabulary import (ACTIVATIONS, DTYPES, FAMILIES, KEY_FIELDS, LAYOUTS, NAME_FIELDS, NAME_PREFIX,
                          OPS)
 
@@ -62,7 +63,7 @@ class InstanceSpec:
     @property
     def generic(self) -> bool:
         """Supports every valid problem of its bucket: no size limit, no alignment need."""
-        return self.family == "looped" and self.vector == 1
+        return families.DESCRIPTORS[self.family].generic_vector == self.vector
 
     @staticmethod
     def parse(name: str) -> "InstanceSpec":

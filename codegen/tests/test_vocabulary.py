@@ -91,5 +91,31 @@ class Declaration(unittest.TestCase):
             self.assertIn(f"enum class {enum.cpp} : int", files["include/hipgn/types.hpp"])
 
 
+class Families(unittest.TestCase):
+    def test_every_preset_configuration_names_a_declared_family(self):
+        from codegen import enumerate as enum
+        from codegen.families import DESCRIPTORS
+        for presets in (enum.PRESETS, enum.BWD_PRESETS):
+            for preset, configs in presets.items():
+                for family, *_ in configs:
+                    self.assertIn(family, DESCRIPTORS, preset)
+
+    def test_enumeration_keeps_to_each_family(self):
+        from codegen import enumerate as enum
+        from codegen.families import BWD_STAGED_SLOTS, DESCRIPTORS
+        for s in enum.enumerate_specs("default"):
+            d = DESCRIPTORS[s.family]
+            self.assertIn(s.op, d.ops, s.name)
+            if s.op != "fwd" and d.holds_group:
+                self.assertLessEqual(s.block * s.per_thread * (s.vector if s.layout == "cl" else 1), BWD_STAGED_SLOTS)
+
+    def test_the_kernels_assert_the_generated_limit(self):
+        from codegen import render
+        from codegen.families import BWD_STAGED_SLOTS
+        self.assertIn(f"kBwdStagedSlots = {BWD_STAGED_SLOTS};", render.render_vocabulary()["internal/hipgn/family_limits.hpp"])
+        kernel = (ROOT / "kernels" / "include" / "hipgn" / "kernels" / "groupnorm_bwd.hpp").read_text()
+        self.assertIn("kSlots <= kBwdStagedSlots", kernel)
+
+
 if __name__ == "__main__":
     unittest.main()

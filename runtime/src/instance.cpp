@@ -60,7 +60,9 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
     return false;
   };
   if (!(spec_.key() == Key::of(p))) return no("functional key " + Key::of(p).to_string() + " differs");
-  if (spec_.family == Family::resident) return supports_resident(p, t, no, compute_units);
+  const FamilyDescriptor& family = describe(spec_.family);
+  if (!(family.ops & (1u << int(p.op)))) return no(std::string(to_string(spec_.family)) + " has no kernel for this op");
+  if (family.persistent) return supports_resident(p, t, no, compute_units);
   if (p.num_groups() > INT_MAX) return no("N*G exceeds the grid's 2^31-1 workgroups");
   const int v = spec_.vector;
   if (v > 1) {
@@ -73,12 +75,12 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
       if (((aligned >> i) & 1u) && address(tensor_pointer(*t, TensorBit(1u << i))) % align != 0)
         return no(tensor_list(aligned) + " is not aligned to " + std::to_string(align) + " bytes");
   }
-  if (spec_.family == Family::onchip && p.group_elements() > spec_.chunk_elements())
+  if (family.holds_group && p.group_elements() > spec_.chunk_elements())
     return no("the group's " + std::to_string(p.group_elements()) + " elements exceed the " +
               std::to_string(spec_.chunk_elements()) + " held on chip");
-  if (spec_.family == Family::split && slices(p) < 0)
+  if (family.splits_group && slices(p) < 0)
     return no("the group needs more than " + std::to_string(kMaxSlices) + " slices");
-  if (spec_.family == Family::split && describe(p.op).backward && p.channels_per_group() > kMaxSlices)
+  if (family.splits_group && describe(p.op).backward && p.channels_per_group() > kMaxSlices)
     return no("C/G exceeds the " + std::to_string(kMaxSlices) + " workgroups of a grid column");
   return true;
 }
@@ -123,18 +125,20 @@ bool Instance::supports_resident(const Problem& p, const Tensors* t, No no, int 
 }
 
 std::size_t Instance::workspace_bytes(const Problem& p) const {
-  if (spec_.family == Family::resident) {
+  const FamilyDescriptor& family = describe(spec_.family);
+  const OpDescriptor& op = describe(p.op);
+  if (family.persistent) {
     const ResidentShape r = resident_shape(p);
     if (r.slices == 1) return 0;
     // arrival counters, then the partials (mean, M2) of every slice
     const std::size_t per_slice = p.layout == Layout::channels_first ? 2 : 2 * std::size_t(p.groups);
     return resident_counter_bytes(r.units) + std::size_t(r.items()) * per_slice * sizeof(float);
   }
-  if (!describe(p.op).backward)
-    return spec_.family == Family::split ? std::size_t(p.num_groups()) * std::size_t(slices(p)) * 3 * sizeof(float) : 0;
-  // backward: the per-(n, c) sums S1, S2; op dx needs them only to carry A, B across the
-  // split family's two passes
-  if (p.op == Op::dx && spec_.family != Family::split) return 0;
+  if (!op.backward)
+    return family.splits_group ? std::size_t(p.num_groups()) * std::size_t(slices(p)) * 3 * sizeof(float) : 0;
+  // backward: the per-(n, c) sums S1, S2, which dgamma and dbeta are made of; an op without
+  // them (dx) needs them only to carry A, B across a split family's two passes
+  if (!((op.writes | op.writes_with_gamma) & kDgamma) && !family.splits_group) return 0;
   return std::size_t(p.n) * std::size_t(p.c) * 2 * sizeof(float);
 }
 
@@ -165,10 +169,10 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
   k.vectors = cg * hw / spec_.vector;
   k.vectors_per_row = FastDivmod::make(std::uint64_t(cols(p) / spec_.vector));
   k.num_groups = static_cast<std::int32_t>(p.num_groups());
-  k.slices = spec_.family == Family::split ? slices(p) : 1;
+  k.slices = describe(spec_.family).splits_group ? slices(p) : 1;
   k.eps = p.eps;
   k.swish_beta = p.swish_beta;
-  if (spec_.family == Family::resident) {
+  if (describe(spec_.family).persistent) {
     const ResidentShape r = resident_shape(p);
     k.slices = std::int32_t(r.slices);
     k.items = r.items();

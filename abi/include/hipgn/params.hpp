@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "hipgn/family_limits.hpp"  // generated: codegen/families.py
 #include "hipgn/storage.hpp"
 
 namespace hipgn {

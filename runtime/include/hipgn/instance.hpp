@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "hipgn/family.hpp"
 #include "hipgn/params.hpp"
 #include "hipgn/platform.hpp"
 #include "hipgn/problem.hpp"
@@ -38,8 +39,9 @@ struct InstanceSpec {
   int per_thread;  // onchip/split: vectors per thread; looped: vectors in flight
 
   Key key() const { return {op, x_dtype, gamma_dtype, layout, act}; }
-  // Supports every valid problem of its key (no size limit, vector 1: no alignment need).
-  bool generic() const { return family == Family::looped && vector == 1; }
+  // Supports every valid problem of its key (the family's generic vector: no size limit, no
+  // alignment need; codegen/families.py).
+  bool generic() const { return describe(family).generic_vector == vector; }
   // Elements one workgroup holds on chip (onchip) or handles per slice (split).
   std::int64_t chunk_elements() const { return std::int64_t(block) * vector * per_thread; }
   // The name (codegen/vocabulary.py's NAME_FIELDS; generated: instance_name.cpp) and its parser.
