@@ -81,6 +81,7 @@ VOCABULARY_FILES = {  # output (relative to its directory) -> template
     "vocabulary.cmake": "vocabulary.cmake.j2",
     "internal/hipgn/family_limits.hpp": "family_limits.hpp.j2",
     "family_table.cpp": "family_table.cpp.j2",
+    "internal/hipgn/targets.hpp": "targets.hpp.j2",
 }
 
 
@@ -90,7 +91,8 @@ def render_vocabulary() -> dict[str, str]:
     context = dict(enums=v.ENUMS, dtype_bytes=[t.bytes for t in v.DTYPES.terms], grammar=v.name_grammar(),
                    prefix=v.NAME_PREFIX, fields=v.NAME_FIELDS, key_fields=v.KEY_FIELDS,
                    default_targets={p: v.default_targets(p) for p in v.PLATFORMS},
-                   families=list(families.DESCRIPTORS.values()), bwd_staged_slots=families.BWD_STAGED_SLOTS)
+                   families=list(families.DESCRIPTORS.values()), bwd_staged_slots=families.BWD_STAGED_SLOTS,
+                   targets=v.TARGETS)
     env = _env()
     env.filters["op_bit"] = lambda op: f"(1u << int({v.OPS.qualified(op)}))"
     return {out: env.get_template(t).render(**context) for out, t in VOCABULARY_FILES.items()}

@@ -94,15 +94,25 @@ ENUMS = (OPS, DTYPES, LAYOUTS, ACTIVATIONS, FAMILIES)
 @dataclasses.dataclass(frozen=True)
 class Target:
     name: str  # as the compiler spells it (nvcc's sm number, AMD's gfx name)
+    arch: str  # as the runtime reports it (sm_<major><minor>, gcnArchName before ':')
     platform: str  # "nvidia" or "amd"
     built_by_default: bool
+    # What the heuristics weigh, for the part the target names (the device's own counts win
+    # where there is a device; these serve where there is none, and document the part)
+    compute_units: int
+    l2_bytes: int
+    wavefront: int
     doc: str
 
 
+# The first is the part assumed where no device is present (listing, the profiler's --list).
 TARGETS = (
-    Target("90", "nvidia", True, "Hopper: H100, H200"),
-    Target("gfx90a", "amd", True, "CDNA2: MI210, MI250"),
-    Target("gfx1100", "amd", True, "RDNA3: RX 7900"),
+    Target("90", "sm_90", "nvidia", True, compute_units=132, l2_bytes=50 << 20, wavefront=32,
+           doc="Hopper: H100 SXM (132 SMs, 50 MB L2)"),
+    Target("gfx90a", "gfx90a", "amd", True, compute_units=104, l2_bytes=8 << 20, wavefront=64,
+           doc="CDNA2: MI210 (104 CUs, 8 MB L2); an MI250X GCD has 110"),
+    Target("gfx1100", "gfx1100", "amd", True, compute_units=96, l2_bytes=6 << 20, wavefront=32,
+           doc="RDNA3: RX 7900 XTX (96 CUs, 6 MB L2), wave32"),
 )
 PLATFORMS = ("nvidia", "amd")
 

@@ -143,10 +143,12 @@ int main(int argc, char** argv) {
   std::printf("problem:   %s (%lld elements, %lld groups of %lld)\n", p.to_string().c_str(), (long long)p.elements(),
               (long long)p.num_groups(), (long long)p.group_elements());
   if (gpu)
-    std::printf("device:    %s, %d compute units\n", handle->device().name.c_str(), handle->device().compute_units);
+    std::printf("device:    %s (%s), %d compute units, %lld MB L2\n", handle->device().name.c_str(),
+                handle->device().arch.c_str(), handle->device().compute_units,
+                (long long)(handle->device().l2_bytes >> 20));
   else  // the rules compare group counts with compute units: say which count they used
-    std::printf("device:    none (%s); the heuristic assumes %d compute units, an H100 SXM's\n", created.message.c_str(),
-                DeviceInfo::kAssumedComputeUnits);
+    std::printf("device:    none (%s); the heuristic assumes %d compute units, the %s's\n", created.message.c_str(),
+                kAssumedTarget.compute_units, std::string(kAssumedTarget.arch).c_str());
   if (chosen)
     std::printf("heuristic: %s (%s)\n", chosen->name().c_str(), sel.rule.c_str());
   else

@@ -173,5 +173,19 @@ TEST(Heuristics, TunedChoiceOverridesRules) {
   EXPECT_EQ(h.set_tuned(p, "gn_no_such_instance").code, StatusCode::unknown_instance);
 }
 
+// The targets table (codegen/vocabulary.py): the assumed part where there is no device, each
+// known part by the architecture the runtime reports.
+TEST(Heuristics, TargetsAreData) {
+  EXPECT_EQ(DeviceInfo{}.target().arch, kAssumedTarget.arch);
+  EXPECT_EQ(DeviceInfo::kAssumedComputeUnits, kAssumedTarget.compute_units);
+  ASSERT_NE(find_target("gfx90a"), nullptr);
+  EXPECT_EQ(find_target("gfx90a")->wavefront, 64);
+  EXPECT_EQ(find_target("sm_90")->wavefront, 32);
+  EXPECT_EQ(find_target("gfx000"), nullptr);
+  DeviceInfo mi;
+  mi.arch = "gfx1100";
+  EXPECT_EQ(mi.target().platform, "amd");
+}
+
 }  // namespace
 }  // namespace hipgn::test

@@ -91,6 +91,17 @@ class Declaration(unittest.TestCase):
             self.assertIn(f"enum class {enum.cpp} : int", files["include/hipgn/types.hpp"])
 
 
+class Targets(unittest.TestCase):
+    def test_targets_are_unique_and_described(self):
+        self.assertEqual(len({t.arch for t in v.TARGETS}), len(v.TARGETS))
+        for t in v.TARGETS:
+            self.assertIn(t.platform, v.PLATFORMS)
+            self.assertIn(t.wavefront, (32, 64))
+            self.assertGreater(t.compute_units * t.l2_bytes, 0)
+        for platform in v.PLATFORMS:
+            self.assertTrue(v.default_targets(platform), platform)
+
+
 class Families(unittest.TestCase):
     def test_every_preset_configuration_names_a_declared_family(self):
         from codegen import enumerate as enum

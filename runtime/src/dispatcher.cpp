@@ -104,6 +104,13 @@ Status Dispatcher::create(std::unique_ptr<Dispatcher>* out) {
   info.name = prop.name;
   info.compute_units = prop.multiProcessorCount;
   info.warp_size = prop.warpSize;
+  info.l2_bytes = prop.l2CacheSize;
+#if defined(HIPGN_PLATFORM_AMD)
+  const std::string gcn(prop.gcnArchName);  // gfx90a:sramecc+:xnack-
+  info.arch = gcn.substr(0, gcn.find(':'));
+#else
+  info.arch = "sm_" + std::to_string(prop.major * 10 + prop.minor);
+#endif
   out->reset(new Dispatcher(info, true));
   (*out)->read_env_tuning_db();
   return Status::success();

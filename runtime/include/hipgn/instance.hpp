@@ -11,6 +11,7 @@
 #include "hipgn/params.hpp"
 #include "hipgn/platform.hpp"
 #include "hipgn/problem.hpp"
+#include "hipgn/targets.hpp"
 
 namespace hipgn {
 
@@ -55,8 +56,9 @@ extern const char* const kInstanceNameGrammar;
 
 using LaunchFn = hipError_t (*)(const Params&, hipStream_t);
 
-// Compute units assumed where no device was asked (listing without a GPU): an H100/H200 SXM.
-inline constexpr int kDefaultComputeUnits = 132;
+// Compute units assumed where no device was asked (listing without a GPU): the assumed
+// target's (codegen/vocabulary.py: an H100 SXM).
+inline constexpr int kDefaultComputeUnits = kAssumedTarget.compute_units;
 
 class Instance {
  public:
