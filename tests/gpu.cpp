@@ -165,6 +165,10 @@ Status capture_and_replay(const std::function<Status(hipStream_t)>& work, int re
   return s;
 }
 
+bool run_and_check_op(const Problem& p, const RunOptions& o, const Launch& launch, const std::string& what) {
+  return describe(p.op).backward ? run_and_check_bwd(p, o, launch, what) : run_and_check(p, o, launch, what);
+}
+
 std::vector<std::string> instance_names(bool backward) {
   std::vector<std::string> names;
   for (const Instance& inst : Registry::global().all())

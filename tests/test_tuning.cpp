@@ -420,10 +420,7 @@ TEST(Tune, RecordsTheFastest) {
     EXPECT_EQ(h->choose(p, nullptr), winner);
     EXPECT_EQ(h->tuning_db().find(TuningKey::of(p, h->device().name))->us, r.us);
     // what the winner computes is right, through dispatch
-    if (p.op == Op::fwd)
-      run_and_check(p, RunOptions{}, [&](const Problem& q, const Tensors& t) { return h->run(q, t); }, "tuned");
-    else
-      run_and_check_bwd(p, RunOptions{}, [&](const Problem& q, const Tensors& t) { return h->run(q, t); }, "tuned");
+    run_and_check_op(p, RunOptions{}, [&](const Problem& q, const Tensors& t) { return h->run(q, t); }, "tuned");
     ++tuned;
   }
   if (!tuned) GTEST_SKIP() << "no f16 channels-last Swish instances in this build";

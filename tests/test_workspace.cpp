@@ -185,10 +185,7 @@ TEST(Workspace, PoisonedCallerWorkspaceOnTheGpu) {
         return h->run_with_workspace(q, t, ws.get(), bytes);
       };
       const std::string what = "caller workspace, " + p.to_string();
-      if (p.op == Op::fwd)
-        run_and_check(p, RunOptions{}, launch, what);
-      else
-        run_and_check_bwd(p, RunOptions{}, launch, what);
+      run_and_check_op(p, RunOptions{}, launch, what);
       if (HasFailure()) return;
       ++runs;
     }
@@ -211,10 +208,7 @@ TEST(Workspace, EveryInstanceNeedingOneTakesTheCallers) {
         ws.poison();
         return h->run_with_workspace(q, t, ws.get(), bytes, nullptr, inst->name());
       };
-      if (p.op == Op::fwd)
-        run_and_check(p, RunOptions{}, launch, inst->name());
-      else
-        run_and_check_bwd(p, RunOptions{}, launch, inst->name());
+      run_and_check_op(p, RunOptions{}, launch, inst->name());
       if (HasFailure()) return;
     }
 }
@@ -249,10 +243,7 @@ TEST(Workspace, RunsCapturedInAGraph) {
                                   2);
       };
       const std::string what = "captured, " + p.to_string();
-      if (p.op == Op::fwd)
-        run_and_check(p, RunOptions{}, launch, what);
-      else
-        run_and_check_bwd(p, RunOptions{}, launch, what);
+      run_and_check_op(p, RunOptions{}, launch, what);
       if (HasFailure()) return;
       ++runs;
     }

@@ -59,13 +59,22 @@ const hipgn::Status kNullOutput =
 }  // namespace
 
 namespace {
-hipgn_status_t fwd(hipgn_handle_t handle, const hipgn_problem_t* problem, const void* x, void* y, const void* gamma,
-                   const void* beta, float* mean, float* rstd, bool own_workspace, void* workspace,
-                   std::size_t workspace_bytes, const char* instance, void* stream) {
+// Both entry points: the descriptor, the op's kind (the op table's), then the run.
+hipgn_status_t call(hipgn_handle_t handle, const hipgn_problem_t* problem, bool backward, const hipgn::Tensors& t,
+                    bool own_workspace, void* workspace, std::size_t workspace_bytes, const char* instance,
+                    void* stream) {
   if (!handle) return report(kNoHandle);
   hipgn::Problem p;
   if (!to_problem(problem, &p)) return report(kBadDescriptor);
-  if (hipgn::describe(p.op).backward) return report(kNotForward);
+  if (hipgn::describe(p.op).backward != backward) return report(backward ? kNotBackward : kNotForward);
+  const std::string name = instance ? instance : "";
+  return report(own_workspace ? handle->handle->run(p, t, stream, name)
+                              : handle->handle->run_with_workspace(p, t, workspace, workspace_bytes, stream, name));
+}
+
+hipgn_status_t fwd(hipgn_handle_t handle, const hipgn_problem_t* problem, const void* x, void* y, const void* gamma,
+                   const void* beta, float* mean, float* rstd, bool own_workspace, void* workspace,
+                   std::size_t workspace_bytes, const char* instance, void* stream) {
   hipgn::Tensors t;
   t.x = x;
   t.y = y;
@@ -73,19 +82,13 @@ hipgn_status_t fwd(hipgn_handle_t handle, const hipgn_problem_t* problem, const 
   t.beta = beta;
   t.mean = mean;
   t.rstd = rstd;
-  const std::string name = instance ? instance : "";
-  return report(own_workspace ? handle->handle->run(p, t, stream, name)
-                              : handle->handle->run_with_workspace(p, t, workspace, workspace_bytes, stream, name));
+  return call(handle, problem, false, t, own_workspace, workspace, workspace_bytes, instance, stream);
 }
 
 hipgn_status_t bwd(hipgn_handle_t handle, const hipgn_problem_t* problem, const void* dy, const void* x,
                    const float* mean, const float* rstd, const void* gamma, const void* beta, void* dx, void* dgamma,
                    void* dbeta, bool own_workspace, void* workspace, std::size_t workspace_bytes,
                    const char* instance, void* stream) {
-  if (!handle) return report(kNoHandle);
-  hipgn::Problem p;
-  if (!to_problem(problem, &p)) return report(kBadDescriptor);
-  if (!hipgn::describe(p.op).backward) return report(kNotBackward);
   hipgn::Tensors t;
   t.dy = dy;
   t.x = x;
@@ -96,9 +99,7 @@ hipgn_status_t bwd(hipgn_handle_t handle, const hipgn_problem_t* problem, const 
   t.dx = dx;
   t.dgamma = dgamma;
   t.dbeta = dbeta;
-  const std::string name = instance ? instance : "";
-  return report(own_workspace ? handle->handle->run(p, t, stream, name)
-                              : handle->handle->run_with_workspace(p, t, workspace, workspace_bytes, stream, name));
+  return call(handle, problem, true, t, own_workspace, workspace, workspace_bytes, instance, stream);
 }
 
 // The problem of a call that takes a handle and a descriptor; null (reported) when either is bad.

@@ -47,6 +47,15 @@ class Readme(unittest.TestCase):
             if "<" not in example:
                 self.assertEqual(InstanceSpec.parse(example).name, example)
 
+    def test_layout_table_names_real_folders_and_every_kernel_header(self):
+        table = self.text[self.text.index("## Layout"):self.text.index("## Instances and their names")]
+        folders = re.findall(r"`([\w.]+)/`", table)
+        self.assertTrue(folders)
+        for folder in folders:
+            self.assertTrue((ROOT / folder).is_dir(), f"README's layout names {folder}/, which does not exist")
+        for header in (ROOT / "kernels" / "include" / "hipgn" / "kernels").glob("*.hpp"):
+            self.assertIn(f"`{header.name}`", table, f"README's layout misses kernels/{header.name}")
+
     def test_every_family_is_described(self):
         for family in v.FAMILIES.names:
             self.assertTrue(re.search(rf"^- `{family}`", self.text, re.M), f"README: family {family} not described")
