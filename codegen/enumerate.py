@@ -96,7 +96,8 @@ BWD_PRESETS["full"] = _full(BWD_PRESETS["default"], 16, 1)  # x and dy both in r
 BWD_OPS = ("dx", "dgb", "bwd")
 
 
-_fits = families.fits  # the family's ops and static limits (codegen/families.py)
+def _fits(op: str, layout: str, family: str, block: int, vector: int, per_thread: int) -> bool:
+    return families.fits(op, layout, family, block, vector, per_thread)  # its ops, static limits
 
 
 def enumerate_specs(preset: str) -> list[InstanceSpec]:
