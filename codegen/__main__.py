@@ -1,7 +1,9 @@
-"""Command line: `python3 -m codegen --list|--generate [selection]`.
+"""Command line: `python3 -m codegen --list|--generate [selection]`, `--vocabulary`.
 
 --list prints the files --generate would write (CMake reads it at configure time); both modes
-take the same selection arguments, so the two never disagree."""
+take the same selection arguments, so the two never disagree. --vocabulary writes what the
+build needs of codegen/vocabulary.py (enums, spellings, the name grammar, CMake's defaults);
+CMake runs it at configure time, before the options are declared."""
 from __future__ import annotations
 
 import argparse
@@ -22,6 +24,7 @@ def parse_args(argv):
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument("--list", action="store_true", help="print the output files, one a line")
     mode.add_argument("--generate", action="store_true", help="write the output files")
+    mode.add_argument("--vocabulary", action="store_true", help="write the vocabulary's C++, C and CMake files")
     p.add_argument("--out-dir", type=pathlib.Path, default=pathlib.Path("."))
     p.add_argument("--preset", default="default", choices=sorted(enum.PRESETS))
     p.add_argument("--ops", type=_csv, default=Selection.ops)
@@ -34,6 +37,10 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     a = parse_args(argv)
+    if a.vocabulary:
+        written, _ = render.write_if_changed(a.out_dir, render.render_vocabulary())
+        print(f"codegen: vocabulary: {written} files written")
+        return 0
     sel = Selection(ops=a.ops, dtypes=a.dtypes, layouts=a.layouts, activations=a.activations,
                     pattern=a.pattern)
     specs, report = apply(enum.enumerate_specs(a.preset), sel)

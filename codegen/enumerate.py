@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+from . import families
 from .spec import ACTIVATIONS, DTYPE_BYTES, LAYOUTS, InstanceSpec
 
 # (x dtype, gamma dtype): gamma/beta are the x dtype or fp32.
@@ -101,13 +102,7 @@ BWD_OPS = ("dx", "dgb", "bwd")
 
 
 def _fits(op: str, layout: str, family: str, block: int, vector: int, per_thread: int) -> bool:
-    if family == "resident":
-        # the channels-first resident backward is not written yet; the backward holds x and
-        # dy, so at most 4 vectors of each a thread
-        return op == "fwd" or (layout == "cl" and per_thread <= 4)
-    if op == "fwd" or family != "onchip":
-        return True
-    return block * per_thread * (vector if layout == "cl" else 1) <= 4096
+    return families.fits(op, layout, family, block, vector, per_thread)  # its ops, static limits
 
 
 def enumerate_specs(preset: str) -> list[InstanceSpec]:

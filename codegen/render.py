@@ -16,7 +16,9 @@ import pathlib
 
 import jinja2
 
-from .spec import ACTIVATIONS, DTYPES, FAMILIES, LAYOUTS, OPS, InstanceSpec
+from .spec import InstanceSpec
+from . import families, vocabulary
+from .vocabulary import ACTIVATIONS, DTYPES, FAMILIES, LAYOUTS, OPS
 
 TEMPLATE_DIR = pathlib.Path(__file__).resolve().parent.parent / "templates"
 INSTANCES_PER_TU = 8
@@ -29,10 +31,10 @@ def _env() -> jinja2.Environment:
 
 
 def _context(s: InstanceSpec) -> dict:
-    return dict(name=s.name, op=OPS[s.op], x_type=DTYPES[s.x_dtype],
-                gamma_type=DTYPES[s.gamma_dtype], x_dtype=s.x_dtype, gamma_dtype=s.gamma_dtype,
-                layout=LAYOUTS[s.layout], act=ACTIVATIONS[s.act], family=s.family,
-                family_enum=FAMILIES[s.family], block=s.block, vector=s.vector,
+    return dict(name=s.name, op=OPS.qualified(s.op), x_type=DTYPES[s.x_dtype].storage,
+                gamma_type=DTYPES[s.gamma_dtype].storage, x_dtype=s.x_dtype, gamma_dtype=s.gamma_dtype,
+                layout=LAYOUTS.qualified(s.layout), act=ACTIVATIONS.qualified(s.act), family=s.family,
+                family_enum=FAMILIES.qualified(s.family), block=s.block, vector=s.vector,
                 per_thread=s.per_thread)
 
 
@@ -70,6 +72,31 @@ def render_all(specs: list[InstanceSpec], manifest_extra: dict) -> dict[str, str
                     instances=[dict(name=s.name, bucket=s.bucket, generic=s.generic) for s in specs])
     out["manifest.json"] = json.dumps(manifest, indent=1, sort_keys=True) + "\n"
     return out
+
+
+VOCABULARY_FILES = {  # output (relative to its directory) -> template
+    "include/hipgn/types.hpp": "types.hpp.j2",
+    "include/hipgn/types.h": "types.h.j2",
+    "instance_name.cpp": "instance_name.cpp.j2",
+    "vocabulary.cmake": "vocabulary.cmake.j2",
+    "internal/hipgn/family_limits.hpp": "family_limits.hpp.j2",
+    "family_table.cpp": "family_table.cpp.j2",
+    "internal/hipgn/targets.hpp": "targets.hpp.j2",
+}
+
+
+def render_vocabulary() -> dict[str, str]:
+    """What the build needs of codegen/vocabulary.py and codegen/families.py, in C++, C and CMake."""
+    v = vocabulary
+    context = dict(enums=v.ENUMS, dtype_bytes=[t.bytes for t in v.DTYPES.terms], grammar=v.name_grammar(),
+                   prefix=v.NAME_PREFIX, fields=v.NAME_FIELDS, key_fields=v.KEY_FIELDS,
+                   default_targets={p: v.default_targets(p) for p in v.PLATFORMS},
+                   families=list(families.DESCRIPTORS.values()), bwd_staged_slots=families.BWD_STAGED_SLOTS,
+                   targets=v.TARGETS)
+    env = _env()
+    env.filters["op_bit"] = lambda op: f"(1u << int({v.OPS.qualified(op)}))"
+    env.filters["layout_bit"] = lambda layout: f"(1u << int({v.LAYOUTS.qualified(layout)}))"
+    return {out: env.get_template(t).render(**context) for out, t in VOCABULARY_FILES.items()}
 
 
 def write_if_changed(out_dir: pathlib.Path, files: dict[str, str]) -> tuple[int, int]:

@@ -5,14 +5,15 @@ import dataclasses
 import re
 
 from .spec import InstanceSpec
+from .vocabulary import ACTIVATIONS, DTYPES, LAYOUTS, OPS
 
 
 @dataclasses.dataclass(frozen=True)
 class Selection:
-    ops: tuple[str, ...] = ("fwd", "dx", "dgb", "bwd")
-    dtypes: tuple[str, ...] = ("f32", "f16", "bf16")  # x dtypes; gamma f32 or the same follows
-    layouts: tuple[str, ...] = ("cf", "cl")
-    activations: tuple[str, ...] = ("none", "swish")
+    ops: tuple[str, ...] = OPS.names
+    dtypes: tuple[str, ...] = DTYPES.names  # x dtypes; gamma f32 or the same follows
+    layouts: tuple[str, ...] = LAYOUTS.names
+    activations: tuple[str, ...] = ACTIVATIONS.names
     pattern: str = ""  # a regular expression searched in the instance name; empty keeps all
 
 

@@ -1,9 +1,13 @@
 // GroupNorm + SiLU on a Stable Diffusion activation (N=2, C=320, 64x64, G=32, fp16,
-// channels-last) through the C++ API: the library picks the instance.
+// channels-last) through the C++ API: the library picks the instance. hipgn's own platform
+// and storage headers (internal) stand in for the program's GPU runtime and fp16 type.
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "hipgn/hipgn.hpp"
+#include "hipgn/platform.hpp"
+#include "hipgn/storage.hpp"
 
 int main() {
   hipgn::Problem p;
@@ -17,9 +21,9 @@ int main() {
 
   std::unique_ptr<hipgn::Handle> handle;
   const hipgn::Status created = hipgn::Handle::create(&handle);
-  hipgn::Status why;
-  const hipgn::Instance* inst = handle->choose(p, nullptr, &why);
-  std::printf("%s -> %s\n", p.to_string().c_str(), inst ? inst->name().c_str() : why.message.c_str());
+  std::string name;
+  const hipgn::Status chosen = handle->instance_for(p, &name);
+  std::printf("%s -> %s\n", p.to_string().c_str(), chosen.ok() ? name.c_str() : chosen.message.c_str());
   if (!created.ok()) {
     std::printf("%s; nothing to run\n", created.message.c_str());
     return 0;

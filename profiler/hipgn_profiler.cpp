@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "hipgn/hipgn.hpp"
+#include "hipgn/dispatcher.hpp"
+#include "hipgn/op.hpp"
+#include "hipgn/verify.hpp"
 #include "hipgn/reference.hpp"
 #include "options.hpp"
 
@@ -62,7 +64,8 @@ struct Row {
   std::string name;
   bool ok = false;
   bool launch_failed = false;
-  double max_err = 0, us = 0, gbps = 0, pct_copy = 0;
+  double max_err = 0, us = 0,  // max_err: the worst error as a fraction of its tolerance (> 1 fails)
+         gbps = 0, pct_copy = 0;
   std::string note;
 };
 
@@ -80,7 +83,7 @@ struct Selection {
   Status none;       // why the heuristic has no choice
 };
 
-int select_instances(const Handle& handle, const Options& o, Selection* s) {
+int select_instances(const Dispatcher& handle, const Options& o, Selection* s) {
   const Problem& p = o.problem;
   s->chosen = heuristic_choice(handle.registry(), handle.device(), p, nullptr, &s->rule);
   if (!s->chosen) handle.choose(p, nullptr, &s->none);
@@ -100,7 +103,7 @@ int select_instances(const Handle& handle, const Options& o, Selection* s) {
 // --tune: after the table, the fastest verified instance becomes the problem's entry in the
 // tuning database (--tuning-db or HIPGN_TUNING_DB; options.cpp parses both).
 // Records the fastest verified row; returns the exit status (0: recorded).
-int record_tuning(Handle& handle, const Problem& p, const std::vector<Row>& rows, const std::string& path) {
+int record_tuning(Dispatcher& handle, const Problem& p, const std::vector<Row>& rows, const std::string& path) {
   const Row* best = nullptr;
   for (const Row& r : rows)
     if (r.ok && (!best || r.us < best->us)) best = &r;
@@ -127,8 +130,8 @@ int main(int argc, char** argv) {
   const Problem& p = o.problem;
   if (const Status valid = validate(p); !valid.ok()) return refuse("invalid problem: " + valid.message);
 
-  std::unique_ptr<Handle> handle;
-  const Status created = Handle::create(&handle);
+  std::unique_ptr<Dispatcher> handle;
+  const Status created = Dispatcher::create(&handle);
   if (!created.ok() && created.code != StatusCode::no_device) {
     std::fprintf(stderr, "hipgn_profiler: runtime error: %s\n", created.message.c_str());
     return kExitRuntimeError;
@@ -142,10 +145,12 @@ int main(int argc, char** argv) {
   std::printf("problem:   %s (%lld elements, %lld groups of %lld)\n", p.to_string().c_str(), (long long)p.elements(),
               (long long)p.num_groups(), (long long)p.group_elements());
   if (gpu)
-    std::printf("device:    %s, %d compute units\n", handle->device().name.c_str(), handle->device().compute_units);
+    std::printf("device:    %s (%s), %d compute units, %lld MB L2\n", handle->device().name.c_str(),
+                handle->device().arch.c_str(), handle->device().compute_units,
+                (long long)(handle->device().l2_bytes >> 20));
   else  // the rules compare group counts with compute units: say which count they used
-    std::printf("device:    none (%s); the heuristic assumes %d compute units, an H100 SXM's\n", created.message.c_str(),
-                DeviceInfo::kAssumedComputeUnits);
+    std::printf("device:    none (%s); the heuristic assumes %d compute units, the %s's\n", created.message.c_str(),
+                kAssumedTarget.compute_units, std::string(kAssumedTarget.arch).c_str());
   if (chosen)
     std::printf("heuristic: %s (%s)\n", chosen->name().c_str(), sel.rule.c_str());
   else
@@ -168,24 +173,19 @@ int main(int argc, char** argv) {
   // inputs, the reference, and device buffers
   const std::size_t count = std::size_t(p.elements()), bytes = count * size_of(p.x_dtype);
   std::mt19937_64 rng(12345);
-  std::uniform_real_distribution<double> u(-1, 1);
-  const bool backward = p.op != Op::fwd;
-  std::vector<double> x(count), dyv(count), gamma(std::size_t(p.c)), beta(std::size_t(p.c));
-  for (auto& v : x) v = 0.5 + 2 * u(rng);
-  for (auto& v : dyv) v = u(rng);
-  for (auto& v : gamma) v = 1 + 0.5 * u(rng);
-  for (auto& v : beta) v = 0.5 * u(rng);
-  const auto xb = encode(p.x_dtype, x), gb = encode(p.gamma_dtype, gamma), bb = encode(p.gamma_dtype, beta);
-  x = decode(p.x_dtype, xb.data(), count);
-  gamma = decode(p.gamma_dtype, gb.data(), gamma.size());
-  beta = decode(p.gamma_dtype, bb.data(), beta.size());
-  const auto dyb = encode(p.x_dtype, dyv);
-  dyv = decode(p.x_dtype, dyb.data(), count);
-  // the reference output checked: y (fwd), dx (dx, bwd) or dgamma (dgb)
-  std::vector<double> ref(count), mean_ref(std::size_t(p.num_groups())), rstd_ref(mean_ref.size()), dg_ref(gamma.size());
+  const OpDescriptor& op = describe(p.op);
+  const bool backward = op.backward;
+  // inputs rounded to their storage, as the tests make them (hipgn/verify.hpp)
+  const verify::Inputs in = verify::make_inputs(p, rng);
+  const std::vector<double> &x = in.x.values, &dyv = in.dy.values, &gamma = in.gamma.values, &beta = in.beta.values;
+  const std::vector<std::uint8_t> &xb = in.x.bytes, &dyb = in.dy.bytes, &gb = in.gamma.bytes, &bb = in.beta.bytes;
+  // the reference output checked: y (fwd), dx (dx, bwd) or dgamma (dgb), with dgamma's terms
+  std::vector<double> ref(count), mean_ref(std::size_t(p.num_groups())), rstd_ref(mean_ref.size()), dg_ref(gamma.size()),
+      dg_terms(gamma.size());
   reference_fwd(p, x.data(), gamma.data(), beta.data(), ref.data(), mean_ref.data(), rstd_ref.data());
   if (backward)
-    reference_bwd(p, x.data(), dyv.data(), gamma.data(), beta.data(), ref.data(), dg_ref.data(), nullptr);
+    reference_bwd(p, x.data(), dyv.data(), gamma.data(), beta.data(), ref.data(), dg_ref.data(), nullptr,
+                  dg_terms.data());
 
   void *dx, *dy, *dg, *db, *dcopy, *dgrad, *ddg, *ddb, *flush = nullptr;
   float *dm, *dr;
@@ -204,57 +204,50 @@ int main(int argc, char** argv) {
   CHECK(hipMemcpy(dx, xb.data(), bytes, hipMemcpyHostToDevice));
   CHECK(hipMemcpy(dg, gb.data(), gb.size(), hipMemcpyHostToDevice));
   CHECK(hipMemcpy(db, bb.data(), bb.size(), hipMemcpyHostToDevice));
-  Tensors t{dx, dy, dg, db, dm, dr};
-  if (backward) {  // dy in the y buffer; the forward's statistics from the reference
+  // every buffer; the op's row keeps those it reads and writes (y and dx share one)
+  const Tensors t = only(Tensors{dx, dgrad, dg, db, dm, dr, dy, dgrad, ddg, ddb},
+                         op.reads | op.writes | op.optional_writes | op.writes_with_gamma);
+  if (backward) {  // the forward's statistics from the reference
     CHECK(hipMemcpy(dy, dyb.data(), bytes, hipMemcpyHostToDevice));
     const auto mb = encode(DataType::f32, mean_ref), rb = encode(DataType::f32, rstd_ref);
     CHECK(hipMemcpy(dm, mb.data(), mb.size(), hipMemcpyHostToDevice));
     CHECK(hipMemcpy(dr, rb.data(), rb.size(), hipMemcpyHostToDevice));
-    t.y = nullptr;
-    t.dy = dy;
-    t.dx = p.op == Op::dgb ? nullptr : dgrad;
-    t.dgamma = p.op == Op::dx ? nullptr : ddg;
-    t.dbeta = p.op == Op::dx ? nullptr : ddb;
   }
-  void* const out = backward ? dgrad : dy;  // what is checked elementwise (unless dgb)
+  void* const out = dgrad;  // what is checked elementwise (y or dx), unless per channel
 
   // the same-size copy, measured in this run: reads x once and writes once, like the floor
   const double copy_us = median_us([&] { CHECK(hipMemcpyAsync(dcopy, dx, bytes, hipMemcpyDeviceToDevice, nullptr)); },
                                    warmup, iters, flush, flush_bytes);
   // the floor: each tensor read once and written once (fwd: x, y; dx and bwd: x, dy, dx;
   // dgb: x, dy), against a copy that reads and writes bytes once each
-  const double floor_bytes = (p.op == Op::dx || p.op == Op::bwd ? 3.0 : 2.0) * double(bytes);
+  const double floor_bytes = op.x_sized_tensors * double(bytes);
   std::printf("copy: %.2f us, %.0f GB/s\n", copy_us, 2.0 * double(bytes) / copy_us / 1e3);
 
-  const double tol = p.x_dtype == DataType::f32 ? 1e-4 : p.x_dtype == DataType::f16 ? 8e-3 : 5e-2;
   std::vector<Row> rows;
   for (const Instance* inst : candidates) {
     Row r;
     r.name = inst->name();
     void* ws = nullptr;
     if (const std::size_t wsb = inst->workspace_bytes(p)) CHECK(hipMalloc(&ws, wsb));
-    CHECK(hipMemset(out, 0xFF, bytes));
-    CHECK(hipMemset(ddg, 0xFF, gb.size()));
+    CHECK(hipMemset(out, verify::kPoisonByte, bytes));
+    CHECK(hipMemset(ddg, verify::kPoisonByte, gb.size()));
     const Status s = inst->run(p, t, ws, nullptr);
     CHECK(hipDeviceSynchronize());
     if (!s.ok()) {
       r.launch_failed = true;
       r.note = s.message;
     } else {
-      const bool per_channel = p.op == Op::dgb;
+      const bool per_channel = op.checked == kDgamma;
       const std::size_t n_check = per_channel ? gamma.size() : count;
       std::vector<std::uint8_t> yb(per_channel ? gb.size() : bytes);
       CHECK(hipMemcpy(yb.data(), per_channel ? ddg : out, yb.size(), hipMemcpyDeviceToHost));
       const auto y = decode(per_channel ? p.gamma_dtype : p.x_dtype, yb.data(), n_check);
-      const std::vector<double>& want = per_channel ? dg_ref : ref;
-      // dgamma sums N * spatial terms: compare relative to that count
-      const double scale = per_channel ? double(p.n * p.spatial_size()) : 1.0;
-      bool ok = true;
-      for (std::size_t i = 0; i < n_check; ++i) {
-        const double err = std::fabs(y[i] - want[i]) / scale / (1 + std::fabs(want[i]) / scale);
-        if (!(err <= tol)) ok = false;  // NaN too
-        if (err > r.max_err || std::isnan(err)) r.max_err = err;
-      }
+      // the tests' tolerances (hipgn/verify.hpp); dgamma relative to its terms' magnitudes
+      const verify::Comparison cmp =
+          per_channel ? verify::compare(y, dg_ref, verify::tolerance(p.gamma_dtype, kDgamma), &dg_terms)
+                      : verify::compare(y, ref, verify::tolerance(p.x_dtype, op.checked));
+      const bool ok = cmp.ok();
+      r.max_err = cmp.worst;
       r.ok = ok;
       r.us = median_us([&] { (void)inst->run(p, t, ws, nullptr); }, warmup, iters, flush, flush_bytes);
       r.gbps = floor_bytes / r.us / 1e3;
@@ -268,7 +261,7 @@ int main(int argc, char** argv) {
   for (const Row& r : rows)
     if (r.ok && (!fastest || r.us < fastest->us)) fastest = &r;
 
-  std::printf("%-52s %8s %10s %8s %7s %9s  %s\n", "instance", "verified", "us", "GB/s", "%copy", "max_err", "");
+  std::printf("%-52s %8s %10s %8s %7s %9s  %s\n", "instance", "verified", "us", "GB/s", "%copy", "err/tol", "");
   for (const Row& r : rows) {
     std::string marks;
     if (&r == fastest) marks += "* fastest ";
@@ -279,7 +272,7 @@ int main(int argc, char** argv) {
   bool written = true;
   if (!o.csv.empty()) {
     std::ofstream out(o.csv);
-    out << "problem,instance,verified,us,gbps,pct_copy,max_err,fastest,heuristic,copy_us\n";
+    out << "problem,instance,verified,us,gbps,pct_copy,err_over_tol,fastest,heuristic,copy_us\n";
     for (const Row& r : rows)
       out << '"' << p.to_string() << "\"," << r.name << ',' << (r.ok ? 1 : 0) << ',' << r.us << ',' << r.gbps << ','
           << r.pct_copy << ',' << r.max_err << ',' << (&r == fastest) << ','

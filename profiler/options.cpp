@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <iterator>
 #include <limits>
 
 namespace hipgn::profiler {
@@ -106,6 +107,19 @@ CLI::Option* add_strict(CLI::App& app, const std::string& names, const std::stri
   return opt;
 }
 
+// An enum's choices and their meanings, from the vocabulary (hipgn/types.hpp).
+template <typename E>
+std::vector<std::string> choices() {
+  return {std::begin(Names<E>::all), std::end(Names<E>::all)};
+}
+template <typename E>
+std::string described() {
+  std::string text;
+  for (std::size_t i = 0; i < std::size(Names<E>::all); ++i)
+    text.append(i ? ", " : "").append(Names<E>::all[i]).append(" (").append(Names<E>::docs[i]).append(")");
+  return text;
+}
+
 constexpr const char* kExitCodes =
     "Exit status: 0 every instance run verified (or listed); 1 an instance failed verification;\n"
     "2 bad input, refused before running (an option's value, the problem, --instance, or a problem\n"
@@ -124,7 +138,8 @@ int parse_command_line(int argc, const char* const* argv, Options* out) {
   p.x_dtype = p.gamma_dtype = DataType::f16;
   p.layout = Layout::channels_last;
   p.act = Activation::swish;
-  std::string op = "fwd", dtype = "f16", gamma_dtype, layout = "cl", act = "swish";
+  std::string op(to_string(p.op)), dtype(to_string(p.x_dtype)), gamma_dtype, layout(to_string(p.layout)),
+      act(to_string(p.act));
   auto size = [](std::int64_t* target) {
     return [target](const std::string& t, std::string* why) { return parse_int64(t, 1, kMax, target, why); };
   };
@@ -137,21 +152,19 @@ int parse_command_line(int argc, const char* const* argv, Options* out) {
       return true;
     };
   };
-  app.add_option("--op", op, "fwd, dx (backward data), dgb (backward gamma/beta), bwd (fused backward)")
-      ->check(CLI::IsMember({"fwd", "dx", "dgb", "bwd"}))
-      ->capture_default_str();
+  app.add_option("--op", op, described<Op>())->check(CLI::IsMember(choices<Op>()))->capture_default_str();
   add_strict(app, "-n,--batch", "--batch", "N, at least 1", "INT", "2", size(&p.n));
   add_strict(app, "-c,--channels", "--channels", "C, at least 1", "INT", "320", size(&p.c));
   add_strict(app, "-s,--spatial", "--spatial", "spatial sizes, each at least 1: 64,64 or 8x64x64 (empty: none)",
              "DIMS", "64,64", [&p](const std::string& t, std::string* why) { return parse_dims(t, &p.spatial, why); });
   add_strict(app, "-g,--groups", "--groups", "G, at least 1, dividing C", "INT", "32", size(&p.groups));
-  app.add_option("--dtype", dtype, "x/y dtype")->check(CLI::IsMember({"f32", "f16", "bf16"}))->capture_default_str();
-  app.add_option("--gamma-dtype", gamma_dtype, "gamma/beta dtype: the x dtype (default) or f32")
-      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
-  app.add_option("--layout", layout, "cf (channels-first) or cl (channels-last)")
-      ->check(CLI::IsMember({"cf", "cl"}))
+  app.add_option("--dtype", dtype, "x/y dtype: " + described<DataType>())
+      ->check(CLI::IsMember(choices<DataType>()))
       ->capture_default_str();
-  app.add_option("--act", act, "none or swish")->check(CLI::IsMember({"none", "swish"}))->capture_default_str();
+  app.add_option("--gamma-dtype", gamma_dtype, "gamma/beta dtype: the x dtype (default) or f32")
+      ->check(CLI::IsMember(choices<DataType>()));
+  app.add_option("--layout", layout, described<Layout>())->check(CLI::IsMember(choices<Layout>()))->capture_default_str();
+  app.add_option("--act", act, described<Activation>())->check(CLI::IsMember(choices<Activation>()))->capture_default_str();
   add_strict(app, "--swish-beta", "--swish-beta", "s in z * sigmoid(s z), finite", "FLOAT", "1",
              [&p](const std::string& t, std::string* why) { return parse_float(t, false, &p.swish_beta, why); });
   add_strict(app, "--eps", "--eps", "epsilon, finite and > 0", "FLOAT", "1e-05",

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs a built tree into a scratch prefix and builds and runs projects against it through
 # find_package(hipgn) (tests/consumer): the C API through libhipgn.so in a project that cannot
-# find the CUDA toolkit, whose link line must not name the CUDA runtime; then the README's C++
-# snippet through the static and the shared library. Usage: scripts/check_install.sh [build dir]
+# find the CUDA toolkit, whose link line must not name the CUDA runtime; the C++ API beside the
+# real HIP headers (with_hip.cpp); then the README's C++ snippet through the static and the
+# shared library. Only the public headers may be installed. Usage: scripts/check_install.sh [build dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -11,6 +12,11 @@ trap 'rm -rf "$prefix"' EXIT
 log=$prefix/log
 quiet() { "$@" > "$log" 2>&1 || { cat "$log"; echo "check_install: failed: $*"; exit 1; }; }
 quiet cmake --install "$build" --prefix "$prefix/install"
+installed=$(cd "$prefix/install/include/hipgn" && ls | sort | tr '\n' ' ')
+if [ "$installed" != "hipgn.h hipgn.hpp problem.hpp status.hpp types.h types.hpp " ]; then
+  echo "check_install: the install ships more or less than the public layer: $installed"
+  exit 1
+fi
 
 # libhipgn.so alone: no CUDA toolkit to find, and none on the link line
 quiet cmake -S tests/consumer -B "$prefix/c" -G Ninja -DCMAKE_PREFIX_PATH="$prefix/install" \
@@ -21,6 +27,13 @@ if ninja -C "$prefix/c" -t commands consumer_c | grep -E "cudart|libcuda"; then
   exit 1
 fi
 "$prefix/c/consumer_c"
+# the real HIP headers beside hipgn's public header (Debian's libamdhip64-dev): no collision
+if [ -x "$prefix/c/consumer_with_hip" ]; then
+  "$prefix/c/consumer_with_hip"
+else
+  echo "check_install: HIP's headers not found: the consumer beside them was not built"
+  [ "${HIPGN_REQUIRE_HIP_CONSUMER:-0}" = 0 ] || exit 1
+fi
 
 # the README's C++ snippet, through the static library and the shared one
 quiet cmake -S tests/consumer -B "$prefix/cpp" -G Ninja -DCMAKE_PREFIX_PATH="$prefix/install"

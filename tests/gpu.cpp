@@ -7,6 +7,8 @@
 #include <random>
 
 #include "corpus.hpp"
+#include "hipgn/op.hpp"
+#include "hipgn/verify.hpp"
 
 namespace hipgn::test {
 
@@ -53,37 +55,16 @@ std::vector<std::uint8_t> DeviceBuffer::download() const {
   HIPGN_CHECK_HIP(hipMemcpy(out.data(), ptr_, bytes_, hipMemcpyDeviceToHost));
   return out;
 }
-void DeviceBuffer::poison() { HIPGN_CHECK_HIP(hipMemset(ptr_, 0xFF, bytes_)); }
-
-namespace {
-// |out - ref| <= atol + rtol * |ref|: one output rounding of the dtype plus fp32 arithmetic.
-struct Tolerance {
-  double atol, rtol;
-};
-Tolerance tolerance(DataType t) {
-  switch (t) {
-    case DataType::f32: return {1e-4, 1e-4};
-    case DataType::f16: return {4e-3, 4e-3};   // 2^-11 relative rounding, outputs up to ~8
-    case DataType::bf16: return {3e-2, 1.6e-2};  // 2^-8 relative rounding
-  }
-  return {0, 0};
-}
-}  // namespace
+void DeviceBuffer::poison() { HIPGN_CHECK_HIP(hipMemset(ptr_, verify::kPoisonByte, bytes_)); }
 
 bool run_and_check(const Problem& p, const RunOptions& o, const Launch& launch, const std::string& what) {
   const std::size_t count = std::size_t(p.elements()), groups = std::size_t(p.num_groups());
   const std::size_t es = size_of(p.x_dtype), gs = size_of(p.gamma_dtype);
   std::mt19937_64 rng(test_seed() ^ std::hash<std::string>{}(what));
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  std::vector<double> x(count), gamma(std::size_t(p.c)), beta(std::size_t(p.c));
-  for (auto& v : x) v = o.x_offset + o.x_scale * u(rng);
-  for (auto& v : gamma) v = 1.0 + 0.5 * u(rng);
-  for (auto& v : beta) v = 0.5 * u(rng);
   // the reference sees exactly the values the GPU sees: rounded to the storage dtype
-  const auto xb = encode(p.x_dtype, x), gb = encode(p.gamma_dtype, gamma), bb = encode(p.gamma_dtype, beta);
-  x = decode(p.x_dtype, xb.data(), count);
-  gamma = decode(p.gamma_dtype, gb.data(), gamma.size());
-  beta = decode(p.gamma_dtype, bb.data(), beta.size());
+  const verify::Inputs in = verify::make_inputs(p, rng, {o.x_offset, o.x_scale});
+  const std::vector<double> &x = in.x.values, &gamma = in.gamma.values, &beta = in.beta.values;
+  const std::vector<std::uint8_t> &xb = in.x.bytes, &gb = in.gamma.bytes, &bb = in.beta.bytes;
 
   const std::size_t shift = o.misalign_elements * es;
   DeviceBuffer dx(count * es + shift), dy(count * es + shift), dg(p.c * gs), db(p.c * gs),
@@ -112,18 +93,12 @@ bool run_and_check(const Problem& p, const RunOptions& o, const Launch& launch, 
                 rr.data());
   const auto yb = dy.download();
   const auto y = decode(p.x_dtype, yb.data() + shift, count);
-  const Tolerance tol = tolerance(p.x_dtype);
-  std::size_t bad = 0, first = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    // NaN (an unwritten, poisoned element) fails this comparison too
-    if (!(std::fabs(y[i] - ry[i]) <= tol.atol + tol.rtol * std::fabs(ry[i]))) {
-      if (!bad++) first = i;
-    }
-  }
+  const verify::Comparison cmp = verify::compare(y, ry, verify::tolerance(p.x_dtype, kY));
+  const std::size_t bad = cmp.bad, first = cmp.first;
   EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << count << " outputs wrong; first at " << first << ": got "
                      << y[first] << ", want " << ry[first];
   // the poison beyond the tensor (misaligned runs) stays: nothing written out of bounds
-  for (std::size_t i = 0; i < shift; ++i) EXPECT_EQ(yb[i], 0xFF) << what << ": byte before y written";
+  for (std::size_t i = 0; i < shift; ++i) EXPECT_EQ(yb[i], verify::kPoisonByte) << what << ": byte before y written";
 
   if (o.save_stats) {
     const auto mb = dm.download(), rb = dr.download();
@@ -137,11 +112,7 @@ bool run_and_check(const Problem& p, const RunOptions& o, const Launch& launch, 
     }
   } else {
     // not requested: not written
-    for (auto b : dm.download())
-      if (b != 0xFF) {
-        ADD_FAILURE() << what << ": mean written though not requested";
-        break;
-      }
+    if (!verify::all_poison(dm.download())) ADD_FAILURE() << what << ": mean written though not requested";
   }
   return bad == 0 && !::testing::Test::HasFailure();
 }
@@ -194,29 +165,19 @@ Status capture_and_replay(const std::function<Status(hipStream_t)>& work, int re
   return s;
 }
 
+bool run_and_check_op(const Problem& p, const RunOptions& o, const Launch& launch, const std::string& what) {
+  return describe(p.op).backward ? run_and_check_bwd(p, o, launch, what) : run_and_check(p, o, launch, what);
+}
+
 std::vector<std::string> instance_names(bool backward) {
   std::vector<std::string> names;
   for (const Instance& inst : Registry::global().all())
-    if ((inst.spec().op != Op::fwd) == backward) names.push_back(inst.name());
+    if (describe(inst.spec().op).backward == backward) names.push_back(inst.name());
   return names;
 }
 
 namespace {
-// dgamma/dbeta sum N * spatial terms in fp32 and round to gamma's dtype
-Tolerance gamma_tolerance(DataType t) {
-  switch (t) {
-    case DataType::f32: return {1e-4, 1e-4};
-    case DataType::f16: return {2e-3, 1e-3};
-    case DataType::bf16: return {1e-2, 8e-3};
-  }
-  return {0, 0};
-}
-
-bool all_poison(const DeviceBuffer& b) {
-  for (auto byte : b.download())
-    if (byte != 0xFF) return false;
-  return true;
-}
+bool all_poison(const DeviceBuffer& b) { return verify::all_poison(b.download()); }
 }  // namespace
 
 bool run_and_check_bwd(const Problem& p, const RunOptions& o, const Launch& launch, const std::string& what,
@@ -224,18 +185,9 @@ bool run_and_check_bwd(const Problem& p, const RunOptions& o, const Launch& laun
   const std::size_t count = std::size_t(p.elements()), groups = std::size_t(p.num_groups()), c = std::size_t(p.c);
   const std::size_t es = size_of(p.x_dtype), gs = size_of(p.gamma_dtype);
   std::mt19937_64 rng(test_seed() ^ std::hash<std::string>{}(what));
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  std::vector<double> x(count), dy(count), gamma(c), beta(c);
-  for (auto& v : x) v = o.x_offset + o.x_scale * u(rng);
-  for (auto& v : dy) v = u(rng);
-  for (auto& v : gamma) v = 1.0 + 0.5 * u(rng);
-  for (auto& v : beta) v = 0.5 * u(rng);
-  const auto xb = encode(p.x_dtype, x), dyb = encode(p.x_dtype, dy), gb = encode(p.gamma_dtype, gamma),
-             bb = encode(p.gamma_dtype, beta);
-  x = decode(p.x_dtype, xb.data(), count);
-  dy = decode(p.x_dtype, dyb.data(), count);
-  gamma = decode(p.gamma_dtype, gb.data(), c);
-  beta = decode(p.gamma_dtype, bb.data(), c);
+  const verify::Inputs in = verify::make_inputs(p, rng, {o.x_offset, o.x_scale});
+  const std::vector<double> &x = in.x.values, &dy = in.dy.values, &gamma = in.gamma.values, &beta = in.beta.values;
+  const std::vector<std::uint8_t> &xb = in.x.bytes, &dyb = in.dy.bytes, &gb = in.gamma.bytes, &bb = in.beta.bytes;
 
   const std::size_t shift = o.misalign_elements * es;
   DeviceBuffer dx_in(count * es + shift), ddy(count * es + shift), ddx(count * es + shift), dg(c * gs), db(c * gs),
@@ -254,9 +206,9 @@ bool run_and_check_bwd(const Problem& p, const RunOptions& o, const Launch& laun
   t.rstd = static_cast<float*>(dr.get());
   t.dgamma = ddg.get();
   t.dbeta = ddb.get();
-  if (p.op == Op::dx) t.dgamma = t.dbeta = nullptr;
-  if (p.op == Op::dgb) t.dx = nullptr;
-  if (p.op == Op::bwd && !o.gamma) t.dgamma = t.dbeta = nullptr;  // affine off: dx only
+  // what the op reads and writes; dgamma/dbeta of the fused backward only with gamma (affine on)
+  const OpDescriptor& op = describe(p.op);
+  t = only(t, op.reads | op.writes | op.optional_writes | (o.gamma ? op.writes_with_gamma : 0));
 
   if (forward) {  // our forward's saved statistics feed the backward
     Problem fp = p;
@@ -293,10 +245,8 @@ bool run_and_check_bwd(const Problem& p, const RunOptions& o, const Launch& laun
   if (t.dx) {
     const auto b = ddx.download();
     const auto got = decode(p.x_dtype, b.data() + shift, count);
-    const Tolerance tol = tolerance(p.x_dtype);
-    std::size_t bad = 0, first = 0;
-    for (std::size_t i = 0; i < count; ++i)
-      if (!(std::fabs(got[i] - rdx[i]) <= tol.atol + tol.rtol * std::fabs(rdx[i])) && !bad++) first = i;
+    const verify::Comparison cmp = verify::compare(got, rdx, verify::tolerance(p.x_dtype, kDx));
+    const std::size_t bad = cmp.bad, first = cmp.first;
     EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << count << " dx wrong; first at " << first << ": got "
                        << got[first] << ", want " << rdx[first];
   } else {
@@ -304,13 +254,11 @@ bool run_and_check_bwd(const Problem& p, const RunOptions& o, const Launch& laun
   }
   if (t.dgamma) {
     const auto g = decode(p.gamma_dtype, ddg.download().data(), c), b = decode(p.gamma_dtype, ddb.download().data(), c);
-    const Tolerance tol = gamma_tolerance(p.gamma_dtype);
-    for (std::size_t i = 0; i < c; ++i) {
-      // fp32 accumulation over N * spatial terms: relative to the terms' magnitudes
-      EXPECT_NEAR(g[i], rdg[i], tol.atol + tol.rtol * std::fabs(rdg[i]) + 2e-6 * adg[i]) << what << ": dgamma " << i;
-      EXPECT_NEAR(b[i], rdb[i], tol.atol + tol.rtol * std::fabs(rdb[i]) + 2e-6 * adb[i]) << what << ": dbeta " << i;
-      if (::testing::Test::HasFailure()) break;
-    }
+    // fp32 accumulation over N * spatial terms: relative to the terms' magnitudes
+    const verify::Comparison cg = verify::compare(g, rdg, verify::tolerance(p.gamma_dtype, kDgamma), &adg);
+    const verify::Comparison cb = verify::compare(b, rdb, verify::tolerance(p.gamma_dtype, kDbeta), &adb);
+    EXPECT_EQ(cg.bad, 0u) << what << ": dgamma " << cg.first << ": got " << g[cg.first] << ", want " << rdg[cg.first];
+    EXPECT_EQ(cb.bad, 0u) << what << ": dbeta " << cb.first << ": got " << b[cb.first] << ", want " << rdb[cb.first];
   } else {
     EXPECT_TRUE(all_poison(ddg) && all_poison(ddb)) << what << ": dgamma/dbeta written though not requested";
   }

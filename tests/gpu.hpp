@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "hipgn/hipgn.hpp"
+#include "hipgn/dispatcher.hpp"
 #include "hipgn/reference.hpp"
 
 namespace hipgn::test {
@@ -58,6 +58,9 @@ bool run_and_check(const Problem& p, const RunOptions& o, const Launch& launch, 
 // dx, dgamma, dbeta; checks what the op writes, and that what it does not write stays poisoned.
 bool run_and_check_bwd(const Problem& p, const RunOptions& o, const Launch& launch, const std::string& what,
                        const Launch* forward = nullptr);
+
+// run_and_check or run_and_check_bwd, as the op's row (hipgn/op.hpp) says.
+bool run_and_check_op(const Problem& p, const RunOptions& o, const Launch& launch, const std::string& what);
 
 // Captures what `work` enqueues on a fresh stream into a graph, in the global capture mode
 // (where an allocation or a synchronization by anyone fails the capture), then launches the

@@ -97,7 +97,7 @@ TEST(CApi, SaysWhatTheCppApiSays) {
   same.layout = Layout::channels_last;
   same.act = Activation::swish;
   Status want;
-  const Instance* inst = cpp->choose(same, nullptr, &want);
+  const Instance* inst = cpp->dispatcher().choose(same, nullptr, &want);
   const char* name = nullptr;
   const hipgn_status_t got = hipgn_choose_instance(h, &p, &name);
   if (inst) {

@@ -5,7 +5,7 @@
 #include <random>
 
 #include "corpus.hpp"
-#include "hipgn/hipgn.hpp"
+#include "hipgn/dispatcher.hpp"
 #include <cmath>
 
 namespace hipgn::test {
@@ -159,7 +159,7 @@ TEST(Heuristics, BackwardSplitsGroupsTooLargeForChip) {
 }
 
 TEST(Heuristics, TunedChoiceOverridesRules) {
-  Handle h(kH100);
+  Dispatcher h(kH100);
   const Problem p = make_problem({2, 320, {64, 64}, 32}, DataType::f16, DataType::f16, Layout::channels_first,
                                     Activation::swish);
   const auto& bucket = Registry::global().bucket(Key::of(p));
@@ -171,6 +171,20 @@ TEST(Heuristics, TunedChoiceOverridesRules) {
   ASSERT_TRUE(h.set_tuned(p, generic->name()).ok());
   EXPECT_EQ(h.choose(p, nullptr), generic);
   EXPECT_EQ(h.set_tuned(p, "gn_no_such_instance").code, StatusCode::unknown_instance);
+}
+
+// The targets table (codegen/vocabulary.py): the assumed part where there is no device, each
+// known part by the architecture the runtime reports.
+TEST(Heuristics, TargetsAreData) {
+  EXPECT_EQ(DeviceInfo{}.target().arch, kAssumedTarget.arch);
+  EXPECT_EQ(DeviceInfo::kAssumedComputeUnits, kAssumedTarget.compute_units);
+  ASSERT_NE(find_target("gfx90a"), nullptr);
+  EXPECT_EQ(find_target("gfx90a")->wavefront, 64);
+  EXPECT_EQ(find_target("sm_90")->wavefront, 32);
+  EXPECT_EQ(find_target("gfx000"), nullptr);
+  DeviceInfo mi;
+  mi.arch = "gfx1100";
+  EXPECT_EQ(mi.target().platform, "amd");
 }
 
 }  // namespace

@@ -116,8 +116,7 @@ TEST(Threads, ConcurrentDispatchOnStreams) {
         return s;
       };
       if (!Registry::global().bucket(Key::of(p)).empty()) {
-        if (p.op == Op::fwd) run_and_check(p, RunOptions{}, run, "thread " + std::to_string(i));
-        else run_and_check_bwd(p, RunOptions{}, run, "thread " + std::to_string(i));
+        run_and_check_op(p, RunOptions{}, run, "thread " + std::to_string(i));
       }
       ASSERT_EQ(hipStreamDestroy(stream), hipSuccess);
     });

@@ -10,7 +10,7 @@
 #include "corpus.hpp"
 #include "gpu.hpp"
 #include "hipgn/hipgn.h"
-#include "hipgn/hipgn.hpp"
+#include "hipgn/dispatcher.hpp"
 
 namespace hipgn::test {
 namespace {
@@ -234,7 +234,7 @@ TEST(TuningDb, ResolveChecksTheRegistry) {
 }
 
 // The instance a handle's automatic choice picks for p without tuning.
-const Instance* heuristic(const Handle& h, const Problem& p) { return heuristic_choice(h.registry(), h.device(), p); }
+const Instance* heuristic(const Dispatcher& h, const Problem& p) { return heuristic_choice(h.registry(), h.device(), p); }
 
 TEST(TuningDb, StaleEntriesAreIgnoredWithOneWarning) {
   const Built b = some_forward_key();
@@ -249,7 +249,7 @@ TEST(TuningDb, StaleEntriesAreIgnoredWithOneWarning) {
                         entry_json(TuningKey::of(big, dev.name), b.onchip->name()),  // no longer fits
                         entry_json(TuningKey::of(third, dev.name), "gn_fwd_f32_f32_cf_none_gone_b1_v1_e1")}));
   ::testing::internal::CaptureStderr();
-  Handle h(dev), h2(dev);
+  Dispatcher h(dev), h2(dev);
   EXPECT_TRUE(h.load_tuning_db(path).ok());
   EXPECT_TRUE(h2.load_tuning_db(path).ok());
   const std::string err = ::testing::internal::GetCapturedStderr();
@@ -273,7 +273,7 @@ TEST(TuningDb, MalformedFileIsReportedAndSkipped) {
   const std::string path = temp_path("broken");
   write(path, "{\"format\": \"hipgn-tuning-db\", \"version\": 1, \"entries\": [{\"op\": ");
   const Problem p = problem_of(b.key, {2, 64, {8, 8}, 32});
-  Handle h(DeviceInfo{"dev", 132, 32});
+  Dispatcher h(DeviceInfo{"dev", 132, 32});
   ::testing::internal::CaptureStderr();
   const Status s = h.load_tuning_db(path);
   const std::string err = ::testing::internal::GetCapturedStderr();
@@ -286,20 +286,20 @@ TEST(TuningDb, EnvironmentVariableIsReadAtCreation) {
   const Built b = some_forward_key();
   if (!b.generic) GTEST_SKIP() << "no forward instances in this build";
   const Problem p = problem_of(b.key, {2, 64, {8, 8}, 32});
-  std::unique_ptr<Handle> probe;
-  (void)Handle::create(&probe);  // for the device's name; no GPU: "none"
+  std::unique_ptr<Dispatcher> probe;
+  (void)Dispatcher::create(&probe);  // for the device's name; no GPU: "none"
   const std::string path = temp_path("env");
   write(path, document({entry_json(TuningKey::of(p, probe->device().name), b.generic->name())}));
   ASSERT_EQ(setenv("HIPGN_TUNING_DB", path.c_str(), 1), 0);
-  std::unique_ptr<Handle> h;
-  (void)Handle::create(&h);
+  std::unique_ptr<Dispatcher> h;
+  (void)Dispatcher::create(&h);
   EXPECT_EQ(h->tuning_db_path(), path);
   EXPECT_EQ(h->choose(p, nullptr), b.generic);
   // a malformed file named by the variable: creation still succeeds, dispatch is the rules'
   write(path, "not json");
   ::testing::internal::CaptureStderr();
-  std::unique_ptr<Handle> h2;
-  const Status created = Handle::create(&h2);
+  std::unique_ptr<Dispatcher> h2;
+  const Status created = Dispatcher::create(&h2);
   const std::string err = ::testing::internal::GetCapturedStderr();
   unsetenv("HIPGN_TUNING_DB");
   EXPECT_TRUE(created.ok() || created.code == StatusCode::no_device) << created.message;
@@ -316,7 +316,7 @@ TEST(TuningDb, SaveAddsThisHandlesWinnersToTheFile) {
   // the file already holds another device's winner (another process wrote it)
   const TuningKey elsewhere = TuningKey::of(p, "another device");
   write(path, document({entry_json(elsewhere, "gn_whatever_that_build_had")}));
-  Handle h(DeviceInfo{"dev", 132, 32});
+  Dispatcher h(DeviceInfo{"dev", 132, 32});
   EXPECT_EQ(h.save_tuning_db().code, StatusCode::invalid_argument) << "no path and no HIPGN_TUNING_DB";
   EXPECT_EQ(h.set_tuned(p, "gn_no_such_instance").code, StatusCode::unknown_instance);
   ASSERT_TRUE(h.set_tuned(p, b.generic->name(), 4.5).ok());
@@ -337,7 +337,7 @@ TEST(TuningDb, SaveAddsThisHandlesWinnersToTheFile) {
   ASSERT_TRUE(again.load(path, nullptr).ok());
   EXPECT_EQ(again.size(), 1u);
   // a handle that loads the file honours it
-  Handle h2(DeviceInfo{"dev", 132, 32});
+  Dispatcher h2(DeviceInfo{"dev", 132, 32});
   ASSERT_TRUE(h2.load_tuning_db(path).ok());
   EXPECT_EQ(h2.choose(p, nullptr), b.generic);
 }
@@ -390,16 +390,16 @@ TEST(Tune, WithoutAGpuSaysSo) {
   if (no_gpu_reason().empty()) GTEST_SKIP() << "a GPU is present: Tune.RecordsTheFastest runs instead";
   const Built b = some_forward_key();
   if (!b.generic) GTEST_SKIP() << "no forward instances in this build";
-  std::unique_ptr<Handle> h;
-  (void)Handle::create(&h);
+  std::unique_ptr<Dispatcher> h;
+  (void)Dispatcher::create(&h);
   TuneResult r;
   EXPECT_EQ(h->tune(problem_of(b.key, {2, 64, {8, 8}, 32}), nullptr, &r).code, StatusCode::no_device);
 }
 
 TEST(Tune, RecordsTheFastest) {
   HIPGN_REQUIRE_GPU();
-  std::unique_ptr<Handle> h;
-  ASSERT_TRUE(Handle::create(&h).ok());
+  std::unique_ptr<Dispatcher> h;
+  ASSERT_TRUE(Dispatcher::create(&h).ok());
   int tuned = 0;
   for (const Key& k : Registry::global().keys()) {
     if (!(k.x_dtype == DataType::f16 && k.layout == Layout::channels_last && k.act == Activation::swish)) continue;
@@ -420,10 +420,7 @@ TEST(Tune, RecordsTheFastest) {
     EXPECT_EQ(h->choose(p, nullptr), winner);
     EXPECT_EQ(h->tuning_db().find(TuningKey::of(p, h->device().name))->us, r.us);
     // what the winner computes is right, through dispatch
-    if (p.op == Op::fwd)
-      run_and_check(p, RunOptions{}, [&](const Problem& q, const Tensors& t) { return h->run(q, t); }, "tuned");
-    else
-      run_and_check_bwd(p, RunOptions{}, [&](const Problem& q, const Tensors& t) { return h->run(q, t); }, "tuned");
+    run_and_check_op(p, RunOptions{}, [&](const Problem& q, const Tensors& t) { return h->run(q, t); }, "tuned");
     ++tuned;
   }
   if (!tuned) GTEST_SKIP() << "no f16 channels-last Swish instances in this build";

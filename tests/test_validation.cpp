@@ -8,6 +8,7 @@
 
 #include "corpus.hpp"
 #include "gpu.hpp"
+#include "hipgn/op.hpp"
 
 namespace hipgn::test {
 namespace {
@@ -44,7 +45,7 @@ const std::vector<BadCase>& bad_cases() {
 }
 
 TEST(Validation, EachBadInputIsNamed) {
-  Handle h(DeviceInfo{});
+  Dispatcher h(DeviceInfo{});
   for (const BadCase& c : bad_cases()) {
     Problem p = good();
     Tensors t = kTensors;
@@ -57,7 +58,7 @@ TEST(Validation, EachBadInputIsNamed) {
 
 // Backward: the forward's statistics, dy, dx and (with Swish, or for dgb) gamma are required.
 TEST(Validation, BackwardInputsAreNamed) {
-  Handle h(DeviceInfo{});
+  Dispatcher h(DeviceInfo{});
   auto bwd = [](Op op) {
     Problem p = good();
     p.op = op;
@@ -88,11 +89,27 @@ TEST(Validation, BackwardInputsAreNamed) {
   }
 }
 
+// The op table has one row per op, in Op's order, and its masks are consistent: every
+// required tensor is read or written, the checked output is written, aligned tensors are x-sized.
+TEST(Validation, OpTableIsConsistent) {
+  for (std::size_t i = 0; i < std::size(Names<Op>::all); ++i) {
+    const OpDescriptor& d = describe(Op(i));
+    EXPECT_EQ(int(d.op), int(i));
+    const unsigned touched = d.reads | d.writes | d.optional_writes | d.writes_with_gamma;
+    for (const Required& r : d.required) EXPECT_EQ(r.tensors & ~touched, 0u) << to_string(d.op);
+    EXPECT_NE(d.checked & (d.writes | d.writes_with_gamma), 0u) << to_string(d.op);
+    EXPECT_EQ(d.aligned & ~(kX | kY | kDy | kDx), 0u) << to_string(d.op);
+    EXPECT_EQ(d.backward, (d.reads & kDy) != 0) << to_string(d.op);
+  }
+  EXPECT_EQ(tensor_list(kX | kDy | kDx), "x, dy or dx");
+  EXPECT_EQ(tensor_list(kX | kY), "x or y");
+}
+
 TEST(Validation, GoodProblemIsValid) { EXPECT_TRUE(validate(good(), kTensors).ok()); }
 
 TEST(Validation, NotBuiltNamesTheOption) {
   Registry empty;
-  Handle h(DeviceInfo{}, &empty);
+  Dispatcher h(DeviceInfo{}, &empty);
   const Status s = h.run(good(), kTensors);
   EXPECT_EQ(s.code, StatusCode::not_built);
   EXPECT_NE(s.message.find("fwd_f16_f16_cf_swish"), std::string::npos) << s.message;
@@ -103,7 +120,7 @@ TEST(Validation, NotBuiltNamesTheOption) {
 }
 
 TEST(Validation, NamedInstanceErrors) {
-  Handle h(DeviceInfo{});
+  Dispatcher h(DeviceInfo{});
   EXPECT_EQ(h.run(good(), kTensors, nullptr, "gn_fwd_nonsense").code, StatusCode::unknown_instance);
   // an instance of another key does not support the problem
   for (const Instance& inst : Registry::global().all()) {
@@ -123,7 +140,7 @@ TEST(Validation, NoSupportingInstanceSaysBuiltAndWhy) {
   for (const char* name : {"gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4", "gn_fwd_f16_f16_cf_swish_looped_b256_v4_e4",
                            "gn_fwd_f16_f16_cf_swish_looped_b256_v8_e4"})
     reg.add(*InstanceSpec::parse(name), name, never);
-  Handle h(DeviceInfo{}, &reg);
+  Dispatcher h(DeviceInfo{}, &reg);
   Problem p = good();
   p.spatial = {7, 7};
   Status s;
@@ -167,7 +184,7 @@ TEST(Validation, GroupsPastTheGridLimitAreValidAndExplained) {
   ASSERT_GT(p.num_groups(), std::int64_t(INT32_MAX));
   ASSERT_TRUE(validate(p).ok()) << validate(p).message;
   if (Registry::global().bucket(Key::of(p)).empty()) GTEST_SKIP() << "f16 cf swish not built";
-  Handle h(DeviceInfo{});
+  Dispatcher h(DeviceInfo{});
   Status s;
   const Instance* inst = h.choose(p, nullptr, &s);
   if (inst) {
@@ -181,7 +198,7 @@ TEST(Validation, GroupsPastTheGridLimitAreValidAndExplained) {
 }
 
 TEST(Validation, NamedInstanceSaysWhichAndWhy) {
-  Handle h(DeviceInfo{});
+  Dispatcher h(DeviceInfo{});
   const auto& bucket = Registry::global().bucket(Key::of(good()));
   if (bucket.empty()) GTEST_SKIP() << "f16 cf swish not built";
   Status s;
@@ -213,7 +230,7 @@ TEST(Validation, NamedInstanceSaysWhichAndWhy) {
 }
 
 TEST(Validation, NoDeviceHandleDoesNotLaunch) {
-  Handle h(DeviceInfo{});
+  Dispatcher h(DeviceInfo{});
   if (Registry::global().bucket(Key::of(good())).empty()) GTEST_SKIP() << "f16 cf swish not built";
   EXPECT_EQ(h.run(good(), kTensors).code, StatusCode::no_device);
 }
@@ -221,8 +238,8 @@ TEST(Validation, NoDeviceHandleDoesNotLaunch) {
 // On the GPU: a rejected call leaves y, mean and rstd untouched.
 TEST(Validation, NothingWrittenOnError) {
   HIPGN_REQUIRE_GPU();
-  std::unique_ptr<Handle> h;
-  ASSERT_TRUE(Handle::create(&h).ok());
+  std::unique_ptr<Dispatcher> h;
+  ASSERT_TRUE(Dispatcher::create(&h).ok());
   const Problem base = good();
   const std::size_t bytes = std::size_t(base.elements()) * 2 + 64;
   DeviceBuffer x(bytes), y(bytes), mean(1024), rstd(1024);

@@ -15,7 +15,7 @@ namespace {
 const DeviceInfo kH100{"H100 (assumed)", 132, 32};
 
 TEST(Workspace, SizeCoversEverySupportingInstance) {
-  Handle h(kH100);
+  Dispatcher h(kH100);
   int checked = 0;
   for (const Key& k : Registry::global().keys())
     for (const Shape& shape : shape_corpus()) {
@@ -42,7 +42,7 @@ TEST(Workspace, SizeCoversEverySupportingInstance) {
 }
 
 TEST(Workspace, SizeQueryErrors) {
-  Handle h(kH100);
+  Dispatcher h(kH100);
   const Key k = Registry::global().keys().front();
   Problem p = make_problem({2, 64, {8, 8}, 32}, k.x_dtype, k.gamma_dtype, k.layout, k.act);
   p.op = k.op;
@@ -58,7 +58,7 @@ TEST(Workspace, SizeQueryErrors) {
   invalid.groups = 7;
   EXPECT_EQ(h.workspace_size(invalid, "", &bytes).code, StatusCode::invalid_argument);
   Registry empty;
-  Handle nothing(kH100, &empty);
+  Dispatcher nothing(kH100, &empty);
   const Status s = nothing.workspace_size(p, "", &bytes);
   EXPECT_EQ(s.code, StatusCode::not_built);
   EXPECT_NE(s.message.find("reconfigure"), std::string::npos) << s.message;
@@ -94,7 +94,7 @@ FakeBackward fake_backward() {
 TEST(Workspace, GivenWorkspaceIsChecked) {
   const FakeBackward f = fake_backward();
   if (f.p.n == 0) GTEST_SKIP() << "no fused backward in this build";
-  Handle h(kH100);  // no device: every check runs, then no_device instead of a launch
+  Dispatcher h(kH100);  // no device: every check runs, then no_device instead of a launch
   const std::size_t need = h.workspace_bytes(f.p);
   ASSERT_GE(need, std::size_t(2 * 64 * 8));
   void* ws = reinterpret_cast<void*>(std::uintptr_t(1) << 30);
@@ -137,7 +137,7 @@ TEST(Workspace, CApi) {
   cp.swish_beta = 1.f;
   std::size_t bytes = 0;
   ASSERT_EQ(hipgn_workspace_size(h, &cp, nullptr, &bytes), HIPGN_STATUS_SUCCESS) << hipgn_last_error();
-  EXPECT_EQ(bytes, Handle(kH100).workspace_bytes(f.p));
+  EXPECT_EQ(bytes, Dispatcher(kH100).workspace_bytes(f.p));
   EXPECT_EQ(hipgn_workspace_size(h, &cp, "gn_nope", &bytes), HIPGN_STATUS_UNKNOWN_INSTANCE);
   EXPECT_EQ(hipgn_workspace_size(h, &cp, nullptr, nullptr), HIPGN_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(hipgn_workspace_size(nullptr, &cp, nullptr, &bytes), HIPGN_STATUS_INVALID_ARGUMENT);
@@ -171,8 +171,8 @@ std::vector<Key> gpu_keys() {
 
 TEST(Workspace, PoisonedCallerWorkspaceOnTheGpu) {
   HIPGN_REQUIRE_GPU();
-  std::unique_ptr<Handle> h;
-  ASSERT_TRUE(Handle::create(&h).ok());
+  std::unique_ptr<Dispatcher> h;
+  ASSERT_TRUE(Dispatcher::create(&h).ok());
   int runs = 0;
   for (const Key& k : gpu_keys())
     for (std::size_t i = 0; i < shape_corpus().size(); ++i) {
@@ -185,10 +185,7 @@ TEST(Workspace, PoisonedCallerWorkspaceOnTheGpu) {
         return h->run_with_workspace(q, t, ws.get(), bytes);
       };
       const std::string what = "caller workspace, " + p.to_string();
-      if (p.op == Op::fwd)
-        run_and_check(p, RunOptions{}, launch, what);
-      else
-        run_and_check_bwd(p, RunOptions{}, launch, what);
+      run_and_check_op(p, RunOptions{}, launch, what);
       if (HasFailure()) return;
       ++runs;
     }
@@ -197,8 +194,8 @@ TEST(Workspace, PoisonedCallerWorkspaceOnTheGpu) {
 
 TEST(Workspace, EveryInstanceNeedingOneTakesTheCallers) {
   HIPGN_REQUIRE_GPU();
-  std::unique_ptr<Handle> h;
-  ASSERT_TRUE(Handle::create(&h).ok());
+  std::unique_ptr<Dispatcher> h;
+  ASSERT_TRUE(Dispatcher::create(&h).ok());
   for (const Key& k : gpu_keys())
     for (const Instance* inst : Registry::global().bucket(k)) {
       Problem p = make_problem({2, 64, {64, 64}, 32}, k.x_dtype, k.gamma_dtype, k.layout, k.act);
@@ -211,18 +208,15 @@ TEST(Workspace, EveryInstanceNeedingOneTakesTheCallers) {
         ws.poison();
         return h->run_with_workspace(q, t, ws.get(), bytes, nullptr, inst->name());
       };
-      if (p.op == Op::fwd)
-        run_and_check(p, RunOptions{}, launch, inst->name());
-      else
-        run_and_check_bwd(p, RunOptions{}, launch, inst->name());
+      run_and_check_op(p, RunOptions{}, launch, inst->name());
       if (HasFailure()) return;
     }
 }
 
 TEST(Workspace, RunsCapturedInAGraph) {
   HIPGN_REQUIRE_GPU();
-  std::unique_ptr<Handle> h;
-  ASSERT_TRUE(Handle::create(&h).ok());
+  std::unique_ptr<Dispatcher> h;
+  ASSERT_TRUE(Dispatcher::create(&h).ok());
   int runs = 0;
   for (const Key& k : gpu_keys())
     for (const Shape& shape : {Shape{2, 320, {32, 32}, 32}, Shape{1, 64, {128, 128}, 2}, Shape{2, 96, {17, 19}, 32}}) {
@@ -249,10 +243,7 @@ TEST(Workspace, RunsCapturedInAGraph) {
                                   2);
       };
       const std::string what = "captured, " + p.to_string();
-      if (p.op == Op::fwd)
-        run_and_check(p, RunOptions{}, launch, what);
-      else
-        run_and_check_bwd(p, RunOptions{}, launch, what);
+      run_and_check_op(p, RunOptions{}, launch, what);
       if (HasFailure()) return;
       ++runs;
     }

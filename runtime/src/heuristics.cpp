@@ -1,5 +1,6 @@
 // Dispatch rules: data first, then the short function that reads them.
 #include "hipgn/heuristics.hpp"
+#include "hipgn/op.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -45,7 +46,7 @@ const std::vector<Rule>& rules(Op op) {
       {Family::onchip, kAny, 0, "the group fits on chip: x and dy read once"},
       {Family::looped, kAny, 0, "the group loops: x and dy read twice"},
   };
-  return op == Op::fwd ? forward : backward;
+  return describe(op).backward ? backward : forward;
 }
 
 namespace {
@@ -83,30 +84,20 @@ bool better_resident(const Instance& a, const Instance& b, const Problem& p, int
   return x.block < y.block;
 }
 
-// Within a rule's family, is a better than b for this problem?
-bool better(const Instance& a, const Instance& b) {
+// Within a rule's family, is a better than b for this problem? 16-byte accesses move the most
+// bytes per instruction: the widest vector that fits wins; then the family's chunk order
+// (codegen/families.py): onchip the tightest fit, the fewest idle threads; split the smallest
+// slices, the most workgroups in flight (measured on an H100, fp16 SiLU forward, slices of 8K
+// elements beat 16K at N=2, C=320, 64x64: 21.0 against 33.3 us, and at N=1, C=512, 256x256:
+// 153.9 against 188.7 us); looped the largest, the most loads in flight.
+bool better(const Instance& a, const Instance& b, const Problem& p, int cus) {
   const InstanceSpec &x = a.spec(), &y = b.spec();
-  // 16-byte accesses move the most bytes per instruction: the widest vector that fits wins.
   if (x.vector != y.vector) return x.vector > y.vector;
-  switch (x.family) {
-    case Family::onchip:
-      // the tightest fit leaves the fewest threads idle
-      if (x.chunk_elements() != y.chunk_elements()) return x.chunk_elements() < y.chunk_elements();
-      return x.block < y.block;
-    case Family::split:
-      // the smallest slices, so the most workgroups in flight: measured on an H100, fp16
-      // SiLU forward, slices of 8K elements beat 16K at N=2, C=320, 64x64 (21.0 against
-      // 33.3 us) and at N=1, C=512, 256x256 (153.9 against 188.7 us)
-      if (x.chunk_elements() != y.chunk_elements()) return x.chunk_elements() < y.chunk_elements();
-      return x.block < y.block;
-    case Family::looped:
-      // more loads in flight per workgroup hide more latency
-      if (x.chunk_elements() != y.chunk_elements()) return x.chunk_elements() > y.chunk_elements();
-      return x.block < y.block;
-    case Family::resident:
-      break;  // better_resident
-  }
-  return false;
+  const int order = describe(x.family).chunk_order;
+  if (order == 0) return better_resident(a, b, p, cus);
+  if (x.chunk_elements() != y.chunk_elements())
+    return order < 0 ? x.chunk_elements() < y.chunk_elements() : x.chunk_elements() > y.chunk_elements();
+  return x.block < y.block;
 }
 }  // namespace
 
@@ -122,7 +113,7 @@ const Instance* heuristic_choice(const Registry& reg, const DeviceInfo& dev, con
     const Instance* best = nullptr;
     for (const Instance* inst : bucket) {
       if (inst->spec().family != rule.family || !inst->supports(p, tensors, nullptr, cus)) continue;
-      if (!best || (rule.family == Family::resident ? better_resident(*inst, *best, p, cus) : better(*inst, *best)))
+      if (!best || better(*inst, *best, p, cus))
         best = inst;
     }
     if (best) {

@@ -1,5 +1,6 @@
-// Instance names (the grammar of codegen/spec.py), support checks, workspace and launch.
+// Support checks, workspace and launch of an instance.
 #include "hipgn/instance.hpp"
+#include "hipgn/op.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -16,47 +17,9 @@ bool Key::operator<(const Key& o) const {
   return t(*this) < t(o);
 }
 
-std::string Key::to_string() const {
-  std::string s;
-  for (std::string_view part : {hipgn::to_string(op), hipgn::to_string(x_dtype), hipgn::to_string(gamma_dtype),
-                                hipgn::to_string(layout), hipgn::to_string(act)})
-    s.append(s.empty() ? "" : "_").append(part);
-  return s;
-}
-
 Key Key::of(const Problem& p) { return {p.op, p.x_dtype, p.gamma_dtype, p.layout, p.act}; }
 
-std::string InstanceSpec::name() const {
-  return "gn_" + key().to_string() + "_" + std::string(hipgn::to_string(family)) + "_b" + std::to_string(block) +
-         "_v" + std::to_string(vector) + "_e" + std::to_string(per_thread);
-}
-
-std::optional<InstanceSpec> InstanceSpec::parse(std::string_view name) {
-  std::vector<std::string_view> f;
-  for (std::size_t start = 0;;) {
-    const std::size_t end = name.find('_', start);
-    f.push_back(name.substr(start, end == std::string_view::npos ? end : end - start));
-    if (end == std::string_view::npos) break;
-    start = end + 1;
-  }
-  auto number = [](std::string_view s, char prefix, int& out) {
-    if (s.size() < 2 || s[0] != prefix || s.size() > 6) return false;
-    out = 0;
-    for (char ch : s.substr(1)) {
-      if (ch < '0' || ch > '9') return false;
-      out = out * 10 + (ch - '0');
-    }
-    return true;
-  };
-  InstanceSpec s{};
-  if (f.size() != 10 || f[0] != "gn" || !hipgn::parse(f[1], s.op) || !hipgn::parse(f[2], s.x_dtype) ||
-      !hipgn::parse(f[3], s.gamma_dtype) || !hipgn::parse(f[4], s.layout) || !hipgn::parse(f[5], s.act) ||
-      !hipgn::parse(f[6], s.family) || !number(f[7], 'b', s.block) || !number(f[8], 'v', s.vector) ||
-      !number(f[9], 'e', s.per_thread))
-    return std::nullopt;
-  if (s.name() != name) return std::nullopt;  // e.g. leading zeros: one spelling per spec
-  return s;
-}
+// Key::to_string, InstanceSpec::name and parse: generated (templates/instance_name.cpp.j2).
 
 namespace {
 // The group is rows x cols with cols contiguous: channels-first cols are the spatial
@@ -71,8 +34,10 @@ std::uintptr_t address(const void* p) { return reinterpret_cast<std::uintptr_t>(
 
 std::size_t Instance::resident_counter_bytes(std::int64_t units) { return (std::size_t(units) * 4 + 15) / 16 * 16; }
 std::size_t Instance::resident_sums_bytes(const Problem& p) const {
+  // ops writing dgamma/dbeta (dgb, bwd) keep them; dx only to carry A, B when streaming
   const ResidentShape r = resident_shape(p);
-  if (p.op == Op::fwd || (p.op == Op::dx && !r.streaming)) return 0;
+  const OpDescriptor& op = describe(p.op);
+  if (!op.backward || (!((op.writes | op.writes_with_gamma) & kDgamma) && !r.streaming)) return 0;
   return (std::size_t(r.items()) * std::size_t(p.c) * 2 * sizeof(float) + 15) / 16 * 16;
 }
 
@@ -86,7 +51,7 @@ Instance::ResidentShape Instance::resident_shape(const Problem& p) const {
     r.units = p.n;
     r.row_lanes = int(std::max<std::int64_t>(1, spec_.block / std::max<std::int64_t>(1, p.c / v)));
     r.slices = ceil_div(p.spatial_size(), std::int64_t(r.row_lanes) * spec_.per_thread);
-    r.streaming = p.op != Op::fwd && r.slices > kResidentBwdMaxSlices;
+    r.streaming = describe(p.op).backward && r.slices > kResidentBwdMaxSlices;
   }
   return r;
 }
@@ -103,7 +68,12 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
     return false;
   };
   if (!(spec_.key() == Key::of(p))) return no("functional key " + Key::of(p).to_string() + " differs");
-  if (spec_.family == Family::resident) return supports_resident(p, t, no, compute_units);
+  const FamilyDescriptor& family = describe(spec_.family);
+  if (!(family.ops & (1u << int(p.op)))) return no(std::string(to_string(spec_.family)) + " has no kernel for this op");
+  if (describe(p.op).backward && !(family.backward_layouts & (1u << int(p.layout))))
+    return no("the " + std::string(p.layout == Layout::channels_first ? "channels-first " : "channels-last ") +
+              std::string(to_string(spec_.family)) + " backward is not written yet");
+  if (family.persistent) return supports_resident(p, t, no, compute_units);
   if (p.num_groups() > INT_MAX) return no("N*G exceeds the grid's 2^31-1 workgroups");
   const int v = spec_.vector;
   if (v > 1) {
@@ -111,17 +81,17 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
       return no((p.layout == Layout::channels_first ? "spatial size " : "C/G ") + std::to_string(cols(p)) +
                 " is not a multiple of the vector " + std::to_string(v));
     const std::size_t align = std::size_t(v) * size_of(p.x_dtype);
-    auto misaligned = [align](const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % align != 0; };
-    if (t && (misaligned(t->x) || (p.op == Op::fwd ? misaligned(t->y) : misaligned(t->dy) || misaligned(t->dx))))
-      return no(std::string(p.op == Op::fwd ? "x or y" : "x, dy or dx") + " is not aligned to " +
-                std::to_string(align) + " bytes");
+    const unsigned aligned = describe(p.op).aligned;
+    for (unsigned i = 0; t && i < kTensorCount; ++i)
+      if (((aligned >> i) & 1u) && address(tensor_pointer(*t, TensorBit(1u << i))) % align != 0)
+        return no(tensor_list(aligned) + " is not aligned to " + std::to_string(align) + " bytes");
   }
-  if (spec_.family == Family::onchip && p.group_elements() > spec_.chunk_elements())
+  if (family.holds_group && p.group_elements() > spec_.chunk_elements())
     return no("the group's " + std::to_string(p.group_elements()) + " elements exceed the " +
               std::to_string(spec_.chunk_elements()) + " held on chip");
-  if (spec_.family == Family::split && slices(p) < 0)
+  if (family.splits_group && slices(p) < 0)
     return no("the group needs more than " + std::to_string(kMaxSlices) + " slices");
-  if (spec_.family == Family::split && p.op != Op::fwd && p.channels_per_group() > kMaxSlices)
+  if (family.splits_group && describe(p.op).backward && p.channels_per_group() > kMaxSlices)
     return no("C/G exceeds the " + std::to_string(kMaxSlices) + " workgroups of a grid column");
   return true;
 }
@@ -137,8 +107,6 @@ bool Instance::supports_resident(const Problem& p, const Tensors* t, No no, int 
     return no("a " + std::string(p.layout == Layout::channels_first ? "group" : "sample") + " needs " +
               std::to_string(r.slices) + " workgroups at once, more than the " + std::to_string(cus) +
               " compute units hold");
-  if (p.op != Op::fwd && p.layout == Layout::channels_first)
-    return no("the channels-first resident backward is not written yet");
   if (p.layout == Layout::channels_first) {
     // the staged scale/shift: channels one slice touches
     const std::int64_t slice = std::int64_t(spec_.block) * spec_.per_thread * v;
@@ -158,22 +126,24 @@ bool Instance::supports_resident(const Problem& p, const Tensors* t, No no, int 
     return no("C/" + std::to_string(v) + " = " + std::to_string(p.c / v) + " vectors a row exceed the block of " +
               std::to_string(spec_.block));
   // the backward has no bulk-copy stages (resident_bwd.hpp)
-  const std::int64_t smem = p.op == Op::fwd ? resident_cl_smem_floats(p.c, p.groups, r.row_lanes) * 4 +
-                                                   resident_stage_bytes(spec_.block, spec_.per_thread)
-                                             : resident_bwd_cl_smem_floats(p.c, p.groups, r.row_lanes) * 4;
+  const OpDescriptor& op = describe(p.op);
+  const std::int64_t smem = !op.backward ? resident_cl_smem_floats(p.c, p.groups, r.row_lanes) * 4 +
+                                               resident_stage_bytes(spec_.block, spec_.per_thread)
+                                         : resident_bwd_cl_smem_floats(p.c, p.groups, r.row_lanes) * 4;
   if (smem > kResidentMaxSmem)
     return no("C and G need " + std::to_string(smem) + " bytes of shared memory, more than " +
               std::to_string(kResidentMaxSmem));
   const std::size_t align = std::size_t(v * elem);
-  auto misaligned = [align](const void* ptr) { return address(ptr) % align != 0; };
-  if (t && (misaligned(t->x) || (p.op == Op::fwd ? misaligned(t->y) : misaligned(t->dy) || misaligned(t->dx))))
-    return no(std::string(p.op == Op::fwd ? "x or y" : "x, dy or dx") + " is not aligned to " +
-              std::to_string(align) + " bytes");
+  for (unsigned i = 0; t && i < kTensorCount; ++i)
+    if (((op.aligned >> i) & 1u) && address(tensor_pointer(*t, TensorBit(1u << i))) % align != 0)
+      return no(tensor_list(op.aligned) + " is not aligned to " + std::to_string(align) + " bytes");
   return true;
 }
 
 std::size_t Instance::workspace_bytes(const Problem& p) const {
-  if (spec_.family == Family::resident) {
+  const FamilyDescriptor& family = describe(spec_.family);
+  const OpDescriptor& op = describe(p.op);
+  if (family.persistent) {
     const ResidentShape r = resident_shape(p);
     // the backward: first the per-(n, c) sums S1, S2 for dgamma/dbeta
     const std::size_t sums = resident_sums_bytes(p);
@@ -184,11 +154,11 @@ std::size_t Instance::workspace_bytes(const Problem& p) const {
     const std::size_t per_slice = p.layout == Layout::channels_first ? 2 : 2 * std::size_t(p.groups);
     return sums + resident_counter_bytes(r.units) + std::size_t(r.items()) * per_slice * sizeof(float);
   }
-  if (p.op == Op::fwd)
-    return spec_.family == Family::split ? std::size_t(p.num_groups()) * std::size_t(slices(p)) * 3 * sizeof(float) : 0;
-  // backward: the per-(n, c) sums S1, S2; op dx needs them only to carry A, B across the
-  // split family's two passes
-  if (p.op == Op::dx && spec_.family != Family::split) return 0;
+  if (!op.backward)
+    return family.splits_group ? std::size_t(p.num_groups()) * std::size_t(slices(p)) * 3 * sizeof(float) : 0;
+  // backward: the per-(n, c) sums S1, S2, which dgamma and dbeta are made of; an op without
+  // them (dx) needs them only to carry A, B across a split family's two passes
+  if (!((op.writes | op.writes_with_gamma) & kDgamma) && !family.splits_group) return 0;
   return std::size_t(p.n) * std::size_t(p.c) * 2 * sizeof(float);
 }
 
@@ -205,7 +175,8 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
   k.dy = t.dy;
   k.dx = t.dx;
   // dgamma/dbeta only where the op writes them and affine is on
-  const bool gamma_beta = (p.op == Op::dgb || p.op == Op::bwd) && t.gamma;
+  const OpDescriptor& d = describe(p.op);
+  const bool gamma_beta = ((d.writes | d.writes_with_gamma) & kDgamma) && t.gamma;
   k.dgamma = gamma_beta ? t.dgamma : nullptr;
   k.dbeta = gamma_beta ? t.dbeta : nullptr;
   k.workspace = static_cast<float*>(workspace);
@@ -218,10 +189,10 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
   k.vectors = cg * hw / spec_.vector;
   k.vectors_per_row = FastDivmod::make(std::uint64_t(cols(p) / spec_.vector));
   k.num_groups = static_cast<std::int32_t>(p.num_groups());
-  k.slices = spec_.family == Family::split ? slices(p) : 1;
+  k.slices = describe(spec_.family).splits_group ? slices(p) : 1;
   k.eps = p.eps;
   k.swish_beta = p.swish_beta;
-  if (spec_.family == Family::resident) {
+  if (describe(spec_.family).persistent) {
     const ResidentShape r = resident_shape(p);
     k.slices = std::int32_t(r.slices);
     k.items = r.items();

@@ -1,5 +1,6 @@
 // The CPU reference in float64, and host encoding of values into storage dtypes.
 #include "hipgn/reference.hpp"
+#include "hipgn/storage.hpp"
 
 #include <cmath>
 #include <algorithm>

@@ -7,7 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "hipgn/hipgn.hpp"
+#include "hipgn/dispatcher.hpp"
+#include "hipgn/op.hpp"
 #include "hipgn/reference.hpp"
 
 namespace hipgn {
@@ -57,7 +58,7 @@ Status fill(void* dst, DataType dtype, std::size_t count, double offset, double 
 
 }  // namespace
 
-Status Handle::tune(const Problem& p, hipStream_t stream, TuneResult* out, const TuneOptions& o) {
+Status Dispatcher::tune(const Problem& p, hipStream_t stream, TuneResult* out, const TuneOptions& o) {
   if (Status s = validate(p); !s.ok()) return s;
   if (o.iters < 1 || o.warmup < 0)
     return Status::error(StatusCode::invalid_argument, "tuning needs iters >= 1 and warmup >= 0");
@@ -72,7 +73,8 @@ Status Handle::tune(const Problem& p, hipStream_t stream, TuneResult* out, const
   if (!has_device_) return Status::error(StatusCode::no_device, "no GPU: this handle cannot tune");
 
   // inputs as the profiler makes them: x around 0.5 with spread, gamma near 1
-  const bool backward = p.op != Op::fwd;
+  const OpDescriptor& op = describe(p.op);
+  const bool backward = op.backward;
   const std::size_t count = std::size_t(p.elements()), bytes = count * size_of(p.x_dtype);
   const std::size_t channels = std::size_t(p.c), stats = std::size_t(p.num_groups());
   DeviceMemory x, y, dy, gamma, beta, dgamma, dbeta, mean, rstd, ws, flush;
@@ -100,20 +102,10 @@ Status Handle::tune(const Problem& p, hipStream_t stream, TuneResult* out, const
   if (s.ok() && backward) s = fill(dy.ptr, p.x_dtype, count, 0.0, 1.0, rng);
   if (!s.ok()) return s;
 
-  Tensors t;
-  t.x = x.ptr;
-  t.gamma = gamma.ptr;
-  t.beta = beta.ptr;
-  t.mean = static_cast<float*>(mean.ptr);
-  t.rstd = static_cast<float*>(rstd.ptr);
-  if (backward) {
-    t.dy = dy.ptr;
-    t.dx = p.op == Op::dgb ? nullptr : y.ptr;
-    t.dgamma = p.op == Op::dx ? nullptr : dgamma.ptr;
-    t.dbeta = p.op == Op::dx ? nullptr : dbeta.ptr;
-  } else {
-    t.y = y.ptr;
-  }
+  // every buffer; the op's row keeps those it reads and writes (y and dx share one)
+  const Tensors t = only(Tensors{x.ptr, y.ptr, gamma.ptr, beta.ptr, static_cast<float*>(mean.ptr),
+                                 static_cast<float*>(rstd.ptr), dy.ptr, y.ptr, dgamma.ptr, dbeta.ptr},
+                         op.reads | op.writes | op.optional_writes | op.writes_with_gamma);
 
   Events ev;
   if (hipError_t e = hipEventCreate(&ev.start); e != hipSuccess) return gpu_error("event", e);

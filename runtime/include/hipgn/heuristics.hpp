@@ -11,11 +11,20 @@
 
 namespace hipgn {
 
+// The device the rules weigh: its own counts where there is one (Dispatcher::create), else
+// those of the assumed target (hipgn/targets.hpp, from codegen/vocabulary.py).
 struct DeviceInfo {
   std::string name = "none";
   int compute_units = 0;  // 0: unknown (no GPU); rules then assume kAssumedComputeUnits
   int warp_size = 32;
+  std::string arch;       // sm_90, gfx90a, ...; empty without a device
+  std::int64_t l2_bytes = 0;
   static constexpr int kAssumedComputeUnits = kDefaultComputeUnits;
+  // The known target of this device's architecture, or the assumed one.
+  const Target& target() const {
+    const Target* t = find_target(arch);
+    return t ? *t : kAssumedTarget;
+  }
 };
 
 struct Rule {

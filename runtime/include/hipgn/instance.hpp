@@ -7,9 +7,11 @@
 #include <string>
 #include <string_view>
 
+#include "hipgn/family.hpp"
 #include "hipgn/params.hpp"
 #include "hipgn/platform.hpp"
 #include "hipgn/problem.hpp"
+#include "hipgn/targets.hpp"
 
 namespace hipgn {
 
@@ -38,19 +40,25 @@ struct InstanceSpec {
   int per_thread;  // onchip/split: vectors per thread; looped: vectors in flight
 
   Key key() const { return {op, x_dtype, gamma_dtype, layout, act}; }
-  // Supports every valid problem of its key (no size limit, vector 1: no alignment need).
-  bool generic() const { return family == Family::looped && vector == 1; }
+  // Supports every valid problem of its key (the family's generic vector: no size limit, no
+  // alignment need; codegen/families.py).
+  bool generic() const { return describe(family).generic_vector == vector; }
   // Elements one workgroup holds on chip (onchip) or handles per slice (split).
   std::int64_t chunk_elements() const { return std::int64_t(block) * vector * per_thread; }
-  std::string name() const;  // the grammar of codegen/spec.py
+  // The name (codegen/vocabulary.py's NAME_FIELDS; generated: instance_name.cpp) and its parser.
+  std::string name() const;
   static std::optional<InstanceSpec> parse(std::string_view name);
   bool operator==(const InstanceSpec& o) const { return name() == o.name(); }
 };
 
+// The name grammar in words, for messages: "gn_<op>_..._e<per thread>".
+extern const char* const kInstanceNameGrammar;
+
 using LaunchFn = hipError_t (*)(const Params&, hipStream_t);
 
-// Compute units assumed where no device was asked (listing without a GPU): an H100/H200 SXM.
-inline constexpr int kDefaultComputeUnits = 132;
+// Compute units assumed where no device was asked (listing without a GPU): the assumed
+// target's (codegen/vocabulary.py: an H100 SXM).
+inline constexpr int kDefaultComputeUnits = kAssumedTarget.compute_units;
 
 class Instance {
  public:

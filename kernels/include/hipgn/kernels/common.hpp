@@ -7,7 +7,7 @@
 
 #include "hipgn/params.hpp"
 #include "hipgn/platform.hpp"
-#include "hipgn/types.hpp"
+#include "hipgn/storage.hpp"
 
 namespace hipgn::kernels {
 

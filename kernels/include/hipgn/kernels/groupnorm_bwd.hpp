@@ -166,7 +166,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
   constexpr bool kChannelsFirst = Traits::kLayout == Layout::channels_first;
   constexpr int kSlots = B * E * (kChannelsFirst ? 1 : V);
-  static_assert(kSlots <= 4096, "the per-channel staging must fit in 32 KB of shared memory");
+  static_assert(kSlots <= kBwdStagedSlots, "the per-channel staging must fit in 32 KB of shared memory");
   using X = typename Traits::XType;
   const std::int64_t group = blockIdx.x, sample = group / p.groups_per_sample;
   const GroupView<Traits> view(p, group);

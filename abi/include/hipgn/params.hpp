@@ -5,7 +5,8 @@
 
 #include <cstdint>
 
-#include "hipgn/types.hpp"
+#include "hipgn/family_limits.hpp"  // generated: codegen/families.py
+#include "hipgn/storage.hpp"
 
 namespace hipgn {
 

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hipgn/types.h" /* hipgn_op_t, hipgn_dtype_t, hipgn_layout_t, hipgn_activation_t */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -26,10 +28,6 @@ typedef enum {
   HIPGN_STATUS_NO_DEVICE = 6
 } hipgn_status_t;
 
-typedef enum { HIPGN_OP_FWD = 0, HIPGN_OP_DX = 1, HIPGN_OP_DGB = 2, HIPGN_OP_BWD = 3 } hipgn_op_t;
-typedef enum { HIPGN_F32 = 0, HIPGN_F16 = 1, HIPGN_BF16 = 2 } hipgn_dtype_t;
-typedef enum { HIPGN_CHANNELS_FIRST = 0, HIPGN_CHANNELS_LAST = 1 } hipgn_layout_t;
-typedef enum { HIPGN_ACT_NONE = 0, HIPGN_ACT_SWISH = 1 } hipgn_activation_t;
 
 #define HIPGN_MAX_SPATIAL_RANK 8
 

@@ -1,4 +1,4 @@
-// The Handle: device properties, per-stream workspace, tuning state, and dispatch.
+// The Dispatcher: device properties, per-stream workspace, tuning state, and dispatch.
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "hipgn/hipgn.hpp"
+#include "hipgn/dispatcher.hpp"
 
 #ifndef HIPGN_BUILD_DTYPES
 #define HIPGN_BUILD_OPS "?"
@@ -85,11 +85,11 @@ Status no_instance_status(const Registry& reg, const Problem& p, const Tensors* 
   return Status::error(StatusCode::not_supported, m);
 }
 
-Status Handle::create(std::unique_ptr<Handle>* out) {
+Status Dispatcher::create(std::unique_ptr<Dispatcher>* out) {
   int count = 0;
   const hipError_t e = hipGetDeviceCount(&count);
   if (e != hipSuccess || count == 0) {
-    out->reset(new Handle(DeviceInfo{}, false));
+    out->reset(new Dispatcher(DeviceInfo{}, false));
     (*out)->read_env_tuning_db();  // listing and choose() honour it without a GPU too
     return Status::error(StatusCode::no_device, std::string("no GPU: ") +
                                                     (e != hipSuccess ? hipGetErrorString(e) : "the runtime sees no device"));
@@ -97,30 +97,37 @@ Status Handle::create(std::unique_ptr<Handle>* out) {
   int dev = 0;
   hipDeviceProp_t prop{};
   if (hipGetDevice(&dev) != hipSuccess || hipGetDeviceProperties(&prop, dev) != hipSuccess) {
-    out->reset(new Handle(DeviceInfo{}, false));
+    out->reset(new Dispatcher(DeviceInfo{}, false));
     return Status::error(StatusCode::runtime_error, "cannot read the device's properties");
   }
   DeviceInfo info;
   info.name = prop.name;
   info.compute_units = prop.multiProcessorCount;
   info.warp_size = prop.warpSize;
-  out->reset(new Handle(info, true));
+  info.l2_bytes = prop.l2CacheSize;
+#if defined(HIPGN_PLATFORM_AMD)
+  const std::string gcn(prop.gcnArchName);  // gfx90a:sramecc+:xnack-
+  info.arch = gcn.substr(0, gcn.find(':'));
+#else
+  info.arch = "sm_" + std::to_string(prop.major * 10 + prop.minor);
+#endif
+  out->reset(new Dispatcher(info, true));
   (*out)->read_env_tuning_db();
   return Status::success();
 }
 
-void Handle::read_env_tuning_db() {
+void Dispatcher::read_env_tuning_db() {
   const char* path = std::getenv("HIPGN_TUNING_DB");
   if (!path || !*path) return;
   db_path_ = path;
   (void)load_tuning_db(db_path_);  // a bad file warns and is skipped: never fatal
 }
 
-Handle::~Handle() {
+Dispatcher::~Dispatcher() {
   for (auto& [stream, buf] : workspaces_) (void)hipFree(buf.first);
 }
 
-const Instance* Handle::choose(const Problem& p, const Tensors* tensors, Status* why) const {
+const Instance* Dispatcher::choose(const Problem& p, const Tensors* tensors, Status* why) const {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!tuned_.empty()) {
@@ -134,7 +141,7 @@ const Instance* Handle::choose(const Problem& p, const Tensors* tensors, Status*
   return inst;
 }
 
-const Instance* Handle::named(const Problem& p, const std::string& name, const Tensors* tensors, Status* why) const {
+const Instance* Dispatcher::named(const Problem& p, const std::string& name, const Tensors* tensors, Status* why) const {
   auto fail = [why](StatusCode code, std::string m) -> const Instance* {
     if (why) *why = Status::error(code, std::move(m));
     return nullptr;
@@ -143,8 +150,7 @@ const Instance* Handle::named(const Problem& p, const std::string& name, const T
   if (!inst) {
     if (!InstanceSpec::parse(name))
       return fail(StatusCode::unknown_instance,
-                  "'" + name + "' is not an instance name (gn_<op>_<x dtype>_<gamma dtype>_<layout>_<act>_<family>"
-                  "_b<block>_v<vector>_e<per thread>)");
+                  "'" + name + "' is not an instance name (" + kInstanceNameGrammar + ")");
     return fail(StatusCode::unknown_instance, name + " is a valid name but this build did not compile it (preset " +
                                                   "or HIPGN_INSTANCE_FILTER); the build's manifest.json lists those it did");
   }
@@ -154,7 +160,7 @@ const Instance* Handle::named(const Problem& p, const std::string& name, const T
   return inst;
 }
 
-Status Handle::workspace_size(const Problem& p, const std::string& instance, std::size_t* bytes) const {
+Status Dispatcher::workspace_size(const Problem& p, const std::string& instance, std::size_t* bytes) const {
   *bytes = 0;
   if (Status s = validate(p); !s.ok()) return s;
   if (!instance.empty()) {
@@ -179,12 +185,12 @@ Status Handle::workspace_size(const Problem& p, const std::string& instance, std
   return Status::success();
 }
 
-std::size_t Handle::workspace_bytes(const Problem& p, const std::string& instance) const {
+std::size_t Dispatcher::workspace_bytes(const Problem& p, const std::string& instance) const {
   std::size_t bytes = 0;
   return workspace_size(p, instance, &bytes).ok() ? bytes : 0;
 }
 
-Status Handle::workspace_for(hipStream_t stream, std::size_t bytes, void** ptr) {
+Status Dispatcher::workspace_for(hipStream_t stream, std::size_t bytes, void** ptr) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto& buf = workspaces_[stream];
   if (buf.second < bytes) {
@@ -200,7 +206,7 @@ Status Handle::workspace_for(hipStream_t stream, std::size_t bytes, void** ptr) 
   return Status::success();
 }
 
-Status Handle::select(const Problem& p, const Tensors& t, const std::string& instance, const Instance** out) const {
+Status Dispatcher::select(const Problem& p, const Tensors& t, const std::string& instance, const Instance** out) const {
   Status s = validate(p, t);
   if (!s.ok()) return s;
   if (instance.empty()) {
@@ -213,7 +219,7 @@ Status Handle::select(const Problem& p, const Tensors& t, const std::string& ins
   return Status::success();
 }
 
-Status Handle::run(const Problem& p, const Tensors& t, hipStream_t stream, const std::string& instance) {
+Status Dispatcher::run(const Problem& p, const Tensors& t, hipStream_t stream, const std::string& instance) {
   const Instance* inst = nullptr;
   Status s = select(p, t, instance, &inst);
   if (!s.ok()) return s;
@@ -226,7 +232,7 @@ Status Handle::run(const Problem& p, const Tensors& t, hipStream_t stream, const
   return inst->run(p, t, ws, stream);
 }
 
-Status Handle::run_with_workspace(const Problem& p, const Tensors& t, void* workspace, std::size_t workspace_bytes,
+Status Dispatcher::run_with_workspace(const Problem& p, const Tensors& t, void* workspace, std::size_t workspace_bytes,
                                   hipStream_t stream, const std::string& instance) {
   const Instance* inst = nullptr;
   Status s = select(p, t, instance, &inst);
@@ -244,7 +250,7 @@ Status Handle::run_with_workspace(const Problem& p, const Tensors& t, void* work
   return inst->run(p, t, need ? workspace : nullptr, stream);
 }
 
-Status Handle::set_tuned(const Problem& p, const std::string& instance, double us) {
+Status Dispatcher::set_tuned(const Problem& p, const std::string& instance, double us) {
   if (Status s = validate(p); !s.ok()) return s;
   const Instance* inst = registry().find(instance);
   if (!inst) return Status::error(StatusCode::unknown_instance, "no instance named " + instance + " in this build");
@@ -259,7 +265,7 @@ Status Handle::set_tuned(const Problem& p, const std::string& instance, double u
   return Status::success();
 }
 
-Status Handle::load_tuning_db(const std::string& path) {
+Status Dispatcher::load_tuning_db(const std::string& path) {
   TuningDb file;
   std::vector<std::string> warnings;
   const Status s = file.load(path, &warnings);
@@ -282,7 +288,7 @@ Status Handle::load_tuning_db(const std::string& path) {
   return Status::success();
 }
 
-Status Handle::save_tuning_db(const std::string& path_in) const {
+Status Dispatcher::save_tuning_db(const std::string& path_in) const {
   const std::string path = path_in.empty() ? db_path_ : path_in;
   if (path.empty())
     return Status::error(StatusCode::invalid_argument, "no tuning database file: give a path or set HIPGN_TUNING_DB");
@@ -299,7 +305,7 @@ Status Handle::save_tuning_db(const std::string& path_in) const {
   return merged.save(path);
 }
 
-TuningDb Handle::tuning_db() const {
+TuningDb Dispatcher::tuning_db() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return db_;
 }

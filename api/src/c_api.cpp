@@ -3,7 +3,8 @@
 
 #include <string>
 
-#include "hipgn/hipgn.hpp"
+#include "hipgn/dispatcher.hpp"
+#include "hipgn/op.hpp"
 
 static_assert(sizeof(hipgn_problem_t) == 128, "hipgn_problem_t's layout is part of the ABI (FFI bindings mirror it)");
 
@@ -19,12 +20,18 @@ hipgn_status_t report(const hipgn::Status& s) {
   return static_cast<hipgn_status_t>(s.code);
 }
 
+// Whether a C enum's value names a term of E (types.h and types.hpp come from one declaration,
+// codegen/vocabulary.py, so the values agree).
+template <typename E>
+bool in_range(int value) {
+  return value >= 0 && value < int(std::size(hipgn::Names<E>::all));
+}
+
 bool to_problem(const hipgn_problem_t* in, hipgn::Problem* out) {
   if (!in || in->spatial_rank < 0 || in->spatial_rank > HIPGN_MAX_SPATIAL_RANK) return false;
-  if (in->op < HIPGN_OP_FWD || in->op > HIPGN_OP_BWD) return false;
-  if (in->x_dtype < HIPGN_F32 || in->x_dtype > HIPGN_BF16 || in->gamma_dtype < HIPGN_F32 || in->gamma_dtype > HIPGN_BF16 ||
-      (in->layout != HIPGN_CHANNELS_FIRST && in->layout != HIPGN_CHANNELS_LAST) ||
-      (in->act != HIPGN_ACT_NONE && in->act != HIPGN_ACT_SWISH))
+  if (!in_range<hipgn::Op>(in->op) || !in_range<hipgn::DataType>(in->x_dtype) ||
+      !in_range<hipgn::DataType>(in->gamma_dtype) || !in_range<hipgn::Layout>(in->layout) ||
+      !in_range<hipgn::Activation>(in->act))
     return false;
   out->op = static_cast<hipgn::Op>(in->op);
   out->n = in->n;
@@ -52,13 +59,22 @@ const hipgn::Status kNullOutput =
 }  // namespace
 
 namespace {
-hipgn_status_t fwd(hipgn_handle_t handle, const hipgn_problem_t* problem, const void* x, void* y, const void* gamma,
-                   const void* beta, float* mean, float* rstd, bool own_workspace, void* workspace,
-                   std::size_t workspace_bytes, const char* instance, void* stream) {
+// Both entry points: the descriptor, the op's kind (the op table's), then the run.
+hipgn_status_t call(hipgn_handle_t handle, const hipgn_problem_t* problem, bool backward, const hipgn::Tensors& t,
+                    bool own_workspace, void* workspace, std::size_t workspace_bytes, const char* instance,
+                    void* stream) {
   if (!handle) return report(kNoHandle);
   hipgn::Problem p;
   if (!to_problem(problem, &p)) return report(kBadDescriptor);
-  if (p.op != hipgn::Op::fwd) return report(kNotForward);
+  if (hipgn::describe(p.op).backward != backward) return report(backward ? kNotBackward : kNotForward);
+  const std::string name = instance ? instance : "";
+  return report(own_workspace ? handle->handle->run(p, t, stream, name)
+                              : handle->handle->run_with_workspace(p, t, workspace, workspace_bytes, stream, name));
+}
+
+hipgn_status_t fwd(hipgn_handle_t handle, const hipgn_problem_t* problem, const void* x, void* y, const void* gamma,
+                   const void* beta, float* mean, float* rstd, bool own_workspace, void* workspace,
+                   std::size_t workspace_bytes, const char* instance, void* stream) {
   hipgn::Tensors t;
   t.x = x;
   t.y = y;
@@ -66,20 +82,13 @@ hipgn_status_t fwd(hipgn_handle_t handle, const hipgn_problem_t* problem, const 
   t.beta = beta;
   t.mean = mean;
   t.rstd = rstd;
-  const std::string name = instance ? instance : "";
-  auto* s = static_cast<hipStream_t>(stream);
-  return report(own_workspace ? handle->handle->run(p, t, s, name)
-                              : handle->handle->run_with_workspace(p, t, workspace, workspace_bytes, s, name));
+  return call(handle, problem, false, t, own_workspace, workspace, workspace_bytes, instance, stream);
 }
 
 hipgn_status_t bwd(hipgn_handle_t handle, const hipgn_problem_t* problem, const void* dy, const void* x,
                    const float* mean, const float* rstd, const void* gamma, const void* beta, void* dx, void* dgamma,
                    void* dbeta, bool own_workspace, void* workspace, std::size_t workspace_bytes,
                    const char* instance, void* stream) {
-  if (!handle) return report(kNoHandle);
-  hipgn::Problem p;
-  if (!to_problem(problem, &p)) return report(kBadDescriptor);
-  if (p.op == hipgn::Op::fwd) return report(kNotBackward);
   hipgn::Tensors t;
   t.dy = dy;
   t.x = x;
@@ -90,10 +99,7 @@ hipgn_status_t bwd(hipgn_handle_t handle, const hipgn_problem_t* problem, const 
   t.dx = dx;
   t.dgamma = dgamma;
   t.dbeta = dbeta;
-  const std::string name = instance ? instance : "";
-  auto* s = static_cast<hipStream_t>(stream);
-  return report(own_workspace ? handle->handle->run(p, t, s, name)
-                              : handle->handle->run_with_workspace(p, t, workspace, workspace_bytes, s, name));
+  return call(handle, problem, true, t, own_workspace, workspace, workspace_bytes, instance, stream);
 }
 
 // The problem of a call that takes a handle and a descriptor; null (reported) when either is bad.
@@ -168,10 +174,10 @@ hipgn_status_t hipgn_tune(hipgn_handle_t handle, const hipgn_problem_t* problem,
   hipgn::Problem p;
   if (!problem_of(handle, problem, &p)) return static_cast<hipgn_status_t>(hipgn::StatusCode::invalid_argument);
   hipgn::TuneResult result;
-  const hipgn::Status s = handle->handle->tune(p, static_cast<hipStream_t>(stream), &result);
+  const hipgn::Status s = handle->handle->tune(p, stream, &result);
   if (!s.ok()) return report(s);
   // a name that lives as long as the process: the registry's copy
-  if (winner) *winner = handle->handle->registry().find(result.instance)->name().c_str();
+  if (winner) *winner = handle->handle->dispatcher().registry().find(result.instance)->name().c_str();
   if (us) *us = result.us;
   return HIPGN_STATUS_SUCCESS;
 }
@@ -194,7 +200,7 @@ hipgn_status_t hipgn_tuning_db_save(hipgn_handle_t handle, const char* path) {
 }
 
 const char* hipgn_device_name(hipgn_handle_t handle) {
-  return handle ? handle->handle->device().name.c_str() : "";
+  return handle ? handle->handle->device_name().c_str() : "";
 }
 
 int32_t hipgn_api_version(void) { return HIPGN_API_VERSION; }
@@ -205,7 +211,7 @@ hipgn_status_t hipgn_choose_instance(hipgn_handle_t handle, const hipgn_problem_
   if (!to_problem(problem, &p)) return report(kBadDescriptor);
   hipgn::Status s = hipgn::validate(p);
   if (!s.ok()) return report(s);
-  const hipgn::Instance* inst = handle->handle->choose(p, nullptr, &s);
+  const hipgn::Instance* inst = handle->handle->dispatcher().choose(p, nullptr, &s);
   if (!inst) return report(s);
   *name = inst->name().c_str();
   return HIPGN_STATUS_SUCCESS;

@@ -1,0 +1,74 @@
+"""Family descriptors: what each kernel family (vocabulary.FAMILIES) is, declared once.
+
+The generator reads them (which ops a family has kernels for, its static limits, which of its
+instances is generic), and `codegen --vocabulary` writes from them the runtime's table
+(templates/family_table.cpp.j2): capacity, support constraints, launch shape and the heuristic
+tie-break are read from that table instead of switches on the family. The presets (the
+parameter space each preset builds) stay in enumerate.py; the test of this file checks that
+every preset configuration names a family declared here.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+from .vocabulary import FAMILIES, LAYOUTS, OPS
+
+# The backward's onchip kernels stage per-channel sums in shared memory: block * per_thread
+# slots (channels-first) or * vector (channels-last), two float arrays of 16 KB each at most
+# (groupnorm_bwd.hpp asserts the same constant, kBwdStagedSlots).
+BWD_STAGED_SLOTS = 4096
+
+
+@dataclasses.dataclass(frozen=True)
+class FamilyDescriptor:
+    name: str
+    ops: tuple[str, ...]  # the ops it has kernels for
+    holds_group: bool  # a group must fit on chip: block * vector * per_thread elements (capacity)
+    splits_group: bool  # several workgroups share a group through the workspace (at most 65535)
+    persistent: bool  # a co-resident grid of slices (support and workspace: Instance::resident_shape)
+    generic_vector: Optional[int]  # the vector at which an instance runs every valid problem
+    chunk_order: int  # tie-break within one vector: -1 the smallest chunk first, +1 the largest,
+    #                   0 the family's own rule (heuristics.cpp: better_resident)
+    why: str  # the reason for the tie-break (heuristics.cpp cites the measurements)
+    # the layouts its backward ops have kernels for (support: Instance::supports)
+    backward_layouts: tuple[str, ...] = LAYOUTS.names
+    # a static limit of its backward kernels on vectors per thread (None: none)
+    backward_max_per_thread: Optional[int] = None
+
+
+DESCRIPTORS = {d.name: d for d in (
+    FamilyDescriptor("onchip", OPS.names, holds_group=True, splits_group=False, persistent=False,
+                     generic_vector=None, chunk_order=-1,
+                     why="the tightest fit leaves the fewest threads idle"),
+    FamilyDescriptor("looped", OPS.names, holds_group=False, splits_group=False, persistent=False,
+                     generic_vector=1, chunk_order=+1,
+                     why="more loads in flight per workgroup hide more latency"),
+    FamilyDescriptor("split", OPS.names, holds_group=False, splits_group=True, persistent=False,
+                     generic_vector=None, chunk_order=-1,
+                     why="the smallest slices, so the most workgroups in flight"),
+    # the channels-first resident backward is not written yet; the backward holds x and dy, so
+    # at most 4 vectors of each a thread (resident_bwd.hpp)
+    FamilyDescriptor("resident", OPS.names, holds_group=False, splits_group=False, persistent=True,
+                     generic_vector=None, chunk_order=0,
+                     why="one slice when an instance holds the unit, then the fewest slices or "
+                         "256-thread workgroups",
+                     backward_layouts=("cl",), backward_max_per_thread=4),
+)}
+assert tuple(DESCRIPTORS) == FAMILIES.names, "one descriptor per family, in the vocabulary's order"
+
+
+def fits(op: str, layout: str, family: str, block: int, vector: int, per_thread: int) -> bool:
+    """Whether the family has a kernel for the op and the configuration is within its static limits."""
+    d = DESCRIPTORS[family]
+    if op not in d.ops:
+        return False
+    if op == "fwd":
+        return True
+    if layout not in d.backward_layouts:
+        return False
+    if d.backward_max_per_thread is not None and per_thread > d.backward_max_per_thread:
+        return False
+    if d.holds_group:
+        return block * per_thread * (vector if layout == "cl" else 1) <= BWD_STAGED_SLOTS
+    return True

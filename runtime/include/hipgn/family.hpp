@@ -1,0 +1,25 @@
+// What each kernel family is, as data (generated from codegen/families.py: family_table.cpp):
+// which ops it has kernels for, its capacity and support constraints, its launch shape and the
+// heuristic's tie-break among its instances. The runtime reads this table instead of switching
+// on the family; a new family is a row there, its kernels and its launcher.
+#pragma once
+
+#include "hipgn/types.hpp"
+
+namespace hipgn {
+
+struct FamilyDescriptor {
+  Family family;
+  unsigned ops;         // bit 1 << int(op) for each op it has kernels for
+  bool holds_group;     // capacity: the group must fit on chip (block * vector * per_thread elements)
+  bool splits_group;    // several workgroups per group, partials through the workspace (<= 65535)
+  bool persistent;      // a co-resident grid of slices (Instance::resident_shape)
+  int generic_vector;   // the vector at which an instance runs every valid problem (0: none)
+  int chunk_order;      // tie-break within a vector: -1 smallest chunk first, +1 largest, 0 own rule
+  const char* why;      // the tie-break's reason
+  unsigned backward_layouts;  // bit 1 << int(layout) for each layout its backward ops have kernels for
+};
+
+const FamilyDescriptor& describe(Family);
+
+}  // namespace hipgn
