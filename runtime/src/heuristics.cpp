@@ -33,11 +33,21 @@ const std::vector<Rule>& rules(Op op) {
       {Family::looped, kAny, 0, "the group loops: x read twice"},
   };
   static const std::vector<Rule> backward = {
-      // Channels-last: x and dy read once with 16-byte accesses whatever C/G is, per-channel
-      // sums in registers (resident_bwd.hpp); the other families walk a group's columns with
-      // a stride of C and read x and dy twice past 4096 elements. Not yet measured.
-      {Family::resident, kAny, 0, "resident: x and dy read once, 16-byte accesses, sums exchanged on chip",
-       std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast},
+      // Channels-last, measured on an H100, fp16 SiLU, L2-cold (bench/NOTES.md, "Resident
+      // backward"; bench/results/resident_bwd_cl/). Few groups of at most 4096 elements: a
+      // workgroup per group holding it (det_13x21x256 onchip 9.9 us, resident 16.4;
+      // sd15_8x1280 9.7 against 18.5; hw1_512 at 256 groups 5.6 against 7.9).
+      {Family::onchip, 2.0, 0, "channels-last: few groups that fit on chip", 4096, Rule::kChannelsLast},
+      // x and dy read once at 16 bytes an access whatever C/G is (resident_bwd.hpp), where the
+      // other families walk a group's columns at a stride of C: vae_512x256 597 us against the
+      // split family's 2068, video_5d 1287 against 5629, det_200x336x256 295 against 720. From
+      // C = 1024 a few samples are cut into slices of a few rows and split wins (sdxl_32x2560
+      // 99 against 43; det_50x84x1024 93 against 61), unless many groups fill the device
+      // (r50_7x2048_n32, 1024 groups: resident 48.3, onchip 59.9).
+      {Family::resident, kAny, 0, "channels-last, C < 1024: x and dy read once, 16-byte accesses",
+       std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast, 1023},
+      {Family::resident, kAny, 0, "channels-last, many groups: x and dy read once, 16-byte accesses",
+       std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast, std::numeric_limits<std::int64_t>::max(), 2.0},
       // The backward's onchip instances hold at most 4096 elements (x and dy in registers,
       // per-channel sums in shared memory), so groups past that otherwise loop in one
       // workgroup. Measured on an H100, fp16 SiLU, N=2, C=1280, 16x16, G=32 (64 groups of
@@ -68,6 +78,13 @@ bool better_resident(const Instance& a, const Instance& b, const Problem& p, int
   if (one_a) {
     if (x.chunk_elements() != y.chunk_elements()) return x.chunk_elements() < y.chunk_elements();
     return x.block < y.block;
+  }
+  if (p.layout == Layout::channels_last && p.op != Op::fwd && p.c <= 256 && x.block != y.block) {
+    // the backward at C <= 256: two workgroups of 256 a compute unit, one's loads overlapping
+    // the other's exchange, beat one of 512 with fewer slices (r50_56x256_n32 204 us against
+    // 311, det_200x336x256 291 against 295, odd_3d_7x31x37_c120 22.4 against 30.0); from
+    // C = 320 on the fewest slices won (sdxl_128x320, odd_127x127_c320: 512 x 4)
+    return x.block == 256;
   }
   if (p.layout == Layout::channels_last) {
     // channels-last slices exchange G partials each, so the fewest slices win: SD 64x64 C=320
@@ -107,8 +124,9 @@ const Instance* heuristic_choice(const Registry& reg, const DeviceInfo& dev, con
   const int cus = dev.compute_units > 0 ? dev.compute_units : DeviceInfo::kAssumedComputeUnits;
   const double groups_per_cu = double(p.num_groups()) / cus;
   for (const Rule& rule : rules(p.op)) {
-    if (groups_per_cu >= rule.max_groups_per_cu || p.group_elements() < rule.min_group_elements ||
-        p.group_elements() > rule.max_group_elements || !(rule.layouts & (1 << int(p.layout))))
+    if (groups_per_cu >= rule.max_groups_per_cu || groups_per_cu < rule.min_groups_per_cu ||
+        p.group_elements() < rule.min_group_elements || p.group_elements() > rule.max_group_elements ||
+        p.c > rule.max_channels || !(rule.layouts & (1 << int(p.layout))))
       continue;
     const Instance* best = nullptr;
     for (const Instance* inst : bucket) {

@@ -34,6 +34,8 @@ struct Rule {
   const char* why;
   std::int64_t max_group_elements = std::numeric_limits<std::int64_t>::max();  // and at most this many
   int layouts = kAnyLayout;           // and the layout is one of these (bits of Layout)
+  std::int64_t max_channels = std::numeric_limits<std::int64_t>::max();  // and C is at most this
+  double min_groups_per_cu = 0;       // and N*G / CUs is at least this
   static constexpr int kAnyLayout = 3, kChannelsFirst = 1, kChannelsLast = 2;
 };
 

@@ -197,6 +197,18 @@ __device__ __forceinline__ float activate(float z, float swish_beta) {
   }
 }
 
+// d act(z) / dz, for the backward: Swish's sigmoid with the same hardware exp2 and reciprocal as
+// the forward (an IEEE division is a called subroutine, around which ptxas spilled registers).
+template <Activation A>
+__device__ __forceinline__ float activation_grad(float z, float swish_beta) {
+  if constexpr (A == Activation::swish) {
+    const float sig = rcp_fast(1.f + exp2_fast(z * (-1.4426950408889634f * swish_beta)));
+    return sig * (1.f + swish_beta * z * (1.f - sig));
+  } else {
+    return 1.f;
+  }
+}
+
 // The forward's optional saved statistics, [N, G] fp32.
 __device__ __forceinline__ void save_stats(const Params& p, std::int64_t group, float mean, float rstd) {
   if (p.mean) p.mean[group] = mean;
@@ -264,6 +276,13 @@ __device__ __forceinline__ void arrive_and_wait(std::uint32_t* counter, std::uin
 // A read of another workgroup's partial, past this unit's (incoherent) L1.
 __device__ __forceinline__ float load_shared_partial(const float* p) { return *static_cast<const volatile float*>(p); }
 
+// The sample of group (n, g) = n * G + g for the families with a grid of groups, whose group is
+// a grid index below 2^31: a 32-bit division, inline, where a 64-bit one is a called helper
+// around which ptxas spills registers.
+__device__ __forceinline__ std::int64_t group_sample(const Params& p, std::int64_t group) {
+  return std::int64_t(std::uint32_t(group) / std::uint32_t(p.groups_per_sample));
+}
+
 // A group (n, g) is viewed as rows x cols with cols contiguous in memory:
 //   channels-first (N, C, S...): rows = C/G channels,  cols = S (spatial), row stride S
 //   channels-last  (N, S..., C): rows = S positions,   cols = C/G,         row stride C
@@ -278,7 +297,7 @@ struct GroupView {
   std::int64_t channel0;  // the group's first channel
 
   __device__ __forceinline__ GroupView(const Params& p, std::int64_t group) {
-    const std::int64_t n = group / p.groups_per_sample, g = group - n * p.groups_per_sample;
+    const std::int64_t n = group_sample(p, group), g = group - n * p.groups_per_sample;
     base = n * p.sample_stride + g * p.group_stride;
     channel0 = g * p.channels_per_group;
   }

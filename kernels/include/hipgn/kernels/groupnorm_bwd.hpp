@@ -33,11 +33,8 @@ template <typename Traits>
 __device__ __forceinline__ void backward_terms(const Params& p, const Affine<Traits>& a, float mean, float rstd,
                                                float& x, float& dy) {
   x = (x - mean) * rstd;
-  if constexpr (Traits::kActivation == Activation::swish) {
-    const float z = a.gamma * x + a.beta, s = p.swish_beta;
-    const float sig = 1.f / (1.f + __expf(-s * z));
-    dy *= sig * (1.f + s * z * (1.f - sig));
-  }
+  if constexpr (Traits::kActivation == Activation::swish)
+    dy *= activation_grad<Traits::kActivation>(a.gamma * x + a.beta, p.swish_beta);
 }
 
 template <typename Traits>
@@ -74,7 +71,8 @@ struct Unit {
 #pragma unroll
     for (int i = 0; i < kUnit; ++i) s1[i] = s2[i] = 0.f;
     // channels-first: the row's vectors u*per_row ... ; channels-last: vector u of every row
-    const std::int64_t count = kChannelsFirst ? per_row : p.vectors / per_row;
+    const std::int64_t count =
+        kChannelsFirst ? per_row : std::int64_t(p.vectors_per_row.div(std::uint64_t(p.vectors)));
     for (std::int64_t k = threadIdx.x; k < count; k += B) {
       const std::int64_t q = kChannelsFirst ? u * per_row + k : k * per_row + u;
       std::int64_t offset, channel;
@@ -136,7 +134,7 @@ __device__ __forceinline__ void write_dx(const Params& p, const GroupView<Traits
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize) bwd_looped_kernel(Params p) {
   using U = Unit<Traits>;
-  const std::int64_t group = blockIdx.x, sample = group / p.groups_per_sample;
+  const std::int64_t group = blockIdx.x, sample = group_sample(p, group);
   const GroupView<Traits> view(p, group);
   const float mean = p.mean[group], rstd = p.rstd[group];
   const bool sums = wants_channel_sums<Traits>(p);
@@ -168,7 +166,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p
   constexpr int kSlots = B * E * (kChannelsFirst ? 1 : V);
   static_assert(kSlots <= kBwdStagedSlots, "the per-channel staging must fit in 32 KB of shared memory");
   using X = typename Traits::XType;
-  const std::int64_t group = blockIdx.x, sample = group / p.groups_per_sample;
+  const std::int64_t group = blockIdx.x, sample = group_sample(p, group);
   const GroupView<Traits> view(p, group);
   const float mean = p.mean[group], rstd = p.rstd[group];
   float x[E][V], dy[E][V];
@@ -216,7 +214,8 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p
       if constexpr (kChannelsFirst) {  // channel c is row c: slots c*per_row ...
         for (std::int64_t k = lane; k < per_row; k += kWarpSize) t1 += s1[c * per_row + k], t2 += s2[c * per_row + k];
       } else {  // channel c is element c % V of vector column c / V in every row
-        const std::int64_t rows = p.vectors / per_row, col = c / V, i = c % V;
+        const std::int64_t rows = std::int64_t(p.vectors_per_row.div(std::uint64_t(p.vectors))), col = c / V,
+                           i = c % V;
         for (std::int64_t r = lane; r < rows; r += kWarpSize) {
           const std::int64_t slot = (r * per_row + col) * V + i;
           t1 += s1[slot], t2 += s2[slot];
@@ -251,7 +250,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize) bwd_split_sums_kernel(Params p) {
   using U = Unit<Traits>;
-  const std::int64_t group = blockIdx.x, sample = group / p.groups_per_sample, u = blockIdx.y;
+  const std::int64_t group = blockIdx.x, sample = group_sample(p, group), u = blockIdx.y;
   const GroupView<Traits> view(p, group);
   const U unit(p, view, u, p.mean[group], p.rstd[group]);
   if (threadIdx.x == 0)
@@ -266,7 +265,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_split_sums_kernel(Para
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize) bwd_split_dx_kernel(Params p) {
   constexpr std::int64_t kChunk = std::int64_t(Traits::kBlockSize) * Traits::kPerThread;
-  const std::int64_t group = blockIdx.x, sample = group / p.groups_per_sample, slice = blockIdx.y;
+  const std::int64_t group = blockIdx.x, sample = group_sample(p, group), slice = blockIdx.y;
   const GroupView<Traits> view(p, group);
   float ab[2] = {0.f, 0.f};
   for (std::int64_t c = threadIdx.x; c < p.channels_per_group; c += Traits::kBlockSize) {

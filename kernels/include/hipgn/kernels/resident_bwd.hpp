@@ -36,11 +36,7 @@ template <Activation A>
 __device__ __forceinline__ void resident_terms(float mean, float rstd, float gamma, float beta, float swish_beta,
                                                float& x, float& dy) {
   x = (x - mean) * rstd;
-  if constexpr (A == Activation::swish) {
-    const float z = gamma * x + beta;
-    const float sig = rcp_fast(1.f + exp2_fast(z * (-1.4426950408889634f * swish_beta)));
-    dy *= sig * (1.f + swish_beta * z * (1.f - sig));
-  }
+  if constexpr (A == Activation::swish) dy *= activation_grad<A>(gamma * x + beta, swish_beta);
 }
 
 // Occupancy: x and dy in registers, 2 x per_thread x vector values a thread; up to 16 fit in
