@@ -54,19 +54,114 @@ PRESETS = {
 }
 
 
-def _full(default: list, values_per_thread: int, looped_per_thread: int) -> list:
-    """The default set and every configuration whose registers fit: block * values per thread
+def config_name(config: tuple) -> str:
+    family, block, vector, per_thread = config
+    return f"{family}_b{block}_v{vector}_e{per_thread}"
+
+
+# The full preset is the autotuner's search space: the default set and every configuration
+# whose registers fit, less those a build should not pay for (issue 9: untrimmed, it was 13,930
+# instances in 1,786 translation units, over an hour on 2 cores, with 484 spill warnings).
+# Each candidate meets the rules below in order; the first that matches drops it, and
+# manifest.json lists it with that reason. Default configurations are measured and always kept.
+#
+# Rule 1. ptxas spills the configuration's registers to local memory in at least one dtype or
+# layout: measured with nvcc 13 for sm_90 (-Xptxas -v, Swish, both layouts: every candidate in
+# x bf16 / gamma f32, then the configurations kept in the other four dtype pairs); the value is
+# the largest spill, bytes stored plus loaded. Spilled values go through local memory, the
+# traffic these kernels exist to avoid. The backward's split at vector "max" spills in its
+# per-channel sums kernel (channels-last) whatever per_thread is, below 512 threads. Two default
+# configurations spill too and stay (the default is measured on the GPU): the backward's split
+# b256 vmax e4 (channels-last bf16) and its generic looped b256 v1 e1 (f32).
+SPILLS = {
+    "fwd": {
+        ("looped", 1024, 1, 1): 120, ("looped", 1024, 2, 1): 88, ("looped", 512, 2, 4): 40,
+        ("looped", 128, 2, 4): 56,
+        ("onchip", 256, 1, 16): 24, ("onchip", 512, 1, 16): 24,
+        ("resident", 1024, "max", 4): 188, ("resident", 1024, 2, 16): 328,
+        ("resident", 64, "max", 16): 1108, ("resident", 128, "max", 16): 1108,
+        ("resident", 256, "max", 16): 1108,
+        ("split", 64, 1, 1): 16, ("split", 128, 1, 1): 16, ("split", 256, 1, 1): 16,
+        ("split", 512, 1, 1): 16, ("split", 1024, 1, 1): 40,
+        ("split", 64, 2, 8): 28, ("split", 128, 2, 8): 28, ("split", 256, 2, 8): 28,
+        ("split", 512, 2, 8): 28, ("split", 1024, 2, 16): 56,
+    },
+    "bwd": {
+        ("looped", 128, 1, 1): 32, ("looped", 128, "max", 1): 16, ("looped", 512, "max", 1): 40,
+        ("onchip", 64, 1, 4): 8, ("onchip", 128, 1, 4): 8, ("onchip", 256, 1, 4): 8,
+        ("onchip", 1024, 1, 4): 8, ("onchip", 1024, 1, 1): 96,
+        ("onchip", 64, 2, 2): 8, ("onchip", 128, 2, 2): 16, ("onchip", 256, 2, 2): 16,
+        ("onchip", 512, 2, 2): 16, ("onchip", 1024, 2, 2): 16, ("onchip", 1024, 2, 4): 16,
+        ("onchip", 256, "max", 4): 16, ("onchip", 64, "max", 16): 380, ("onchip", 128, "max", 16): 340,
+        **{("split", block, "max", e): 40 for block in (64, 128, 256) for e in (1, 2, 4, 8, 16)},
+    },
+}
+
+# Rule 2. 64 threads: the tile of 128 threads with half the vectors a thread. Two warps
+# reduce no faster than four, and an SM runs at most 32 workgroups (sm_90), so a 64-thread
+# workgroup fills it only at 32 registers a thread or fewer: few of these kernels (measured at 64
+# threads: 30 to 200 registers). On gfx9 64 threads are one wavefront; AMD is not measured.
+MIN_BLOCK = 128
+
+# Rule 3. Split and looped: block * per_thread (the slice of a split workgroup, the vectors a
+# looped workgroup has in flight) only tunes these families, it never decides whether a problem
+# is supported, and time varies smoothly with it: steps of 4x (128, 512, 2K, 8K vectors)
+# bracket any optimum within 2x. Onchip and resident keep 2x steps, as there the tile decides
+# which groups fit in one workgroup or one slice.
+LADDER_4X = {"split": (128, 512, 2048, 8192), "looped": (128, 512, 2048, 8192)}
+
+# Rule 4. One configuration per tile (family, vector, block * per_thread): the others hold the
+# same vectors a workgroup, split over other thread counts. The default's own configuration
+# when it has one (measured), else the first per_thread in this order: 4 vectors a thread keep
+# enough loads in flight, without the registers that limit occupancy.
+PER_THREAD_PREFERENCE = (4, 2, 8, 1, 16)
+
+
+def _candidates(values_per_thread: int, looped_per_thread: int) -> list:
+    """Every (family, block, vector, per_thread) whose registers fit: block * values per thread
     within `values_per_thread` * 1024 (of a 64K-register file)."""
-    return sorted(set(default) | {
+    return [
         (family, block, vector, per_thread)
         for family, block, vector, per_thread in itertools.product(
             ("onchip", "looped", "split", "resident"), (64, 128, 256, 512, 1024), ("max", 2, 1), (1, 2, 4, 8, 16))
         if block * per_thread * (8 if vector == "max" else vector) <= 1024 * values_per_thread
         and not (family == "looped" and per_thread > looped_per_thread)
-    }, key=str)
+    ]
 
 
-PRESETS["full"] = _full(PRESETS["default"], 32, 8)
+def _trim(default: list, candidates: list, spills: dict) -> tuple[list, dict]:
+    """The full set (default configurations, then candidates rules 1-4 keep, sorted) and the
+    dropped candidates: config name -> reason."""
+    def tile(c):
+        family, block, vector, per_thread = c
+        return family, vector, block * per_thread
+
+    dropped, kept = {}, []
+    for c in candidates:
+        family, block, vector, per_thread = c
+        if c in default:
+            continue
+        if c in spills:
+            dropped[config_name(c)] = f"ptxas spills {spills[c]} bytes (nvcc 13, sm_90)"
+        elif block < MIN_BLOCK:
+            dropped[config_name(c)] = f"{block} threads: the tile of {MIN_BLOCK} threads with fewer vectors a thread"
+        elif block * per_thread not in LADDER_4X.get(family, [block * per_thread]):
+            dropped[config_name(c)] = f"{family}: {block * per_thread} vectors a workgroup is off the 4x ladder"
+        else:
+            kept.append(c)
+    chosen = {}
+    for c in sorted(kept, key=lambda c: PER_THREAD_PREFERENCE.index(c[3])):
+        chosen.setdefault(tile(c), c)
+    for c in default:
+        chosen[tile(c)] = c
+    for c in kept:
+        if chosen[tile(c)] != c:
+            dropped[config_name(c)] = f"the tile of {config_name(chosen[tile(c)])}"
+    full = sorted(set(default) | set(chosen.values()), key=str)
+    return full, dict(sorted(dropped.items()))
+
+
+PRESETS["full"], _FWD_DROPPED = _trim(PRESETS["default"], _candidates(32, 8), SPILLS["fwd"])
 
 # Backward (ops dx, dgb, bwd). The looped family walks a group one vector per thread at a
 # time, so per_thread is 1 there. Onchip holds x and dy in registers and stages per-channel
@@ -91,8 +186,16 @@ BWD_PRESETS = {
         ("split", 256, 2, 8),
     ],
 }
-BWD_PRESETS["full"] = _full(BWD_PRESETS["default"], 16, 1)  # x and dy both in registers
+# x and dy both in registers
+BWD_PRESETS["full"], _BWD_DROPPED = _trim(BWD_PRESETS["default"], _candidates(16, 1), SPILLS["bwd"])
 BWD_OPS = ("dx", "dgb", "bwd")
+
+
+def dropped(preset: str) -> dict:
+    """What the preset left out of its search space and why, by ops: config name -> reason."""
+    if preset != "full":
+        return {}
+    return {"fwd": _FWD_DROPPED, ",".join(BWD_OPS): _BWD_DROPPED}
 
 
 def _fits(op: str, layout: str, family: str, block: int, vector: int, per_thread: int) -> bool:
