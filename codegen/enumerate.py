@@ -66,10 +66,10 @@ def config_name(config: tuple) -> str:
 # manifest.json lists it with that reason. Default configurations are measured and always kept.
 #
 # Rule 1. ptxas spills the configuration's registers to local memory in at least one dtype or
-# layout: measured with nvcc 13 for sm_90 (-Xptxas -v, Swish, both layouts: every candidate in
-# x bf16 / gamma f32, then the configurations kept in the other four dtype pairs); the value is
-# the largest spill, bytes stored plus loaded. Spilled values go through local memory, the
-# traffic these kernels exist to avoid. The backward's split at vector "max" spills in its
+# layout: measured by scripts/probe_spills.py (nvcc 13, sm_90, -Xptxas -v; Swish, both layouts;
+# every candidate in x bf16 / gamma f32, then those kept in the other four dtype pairs); the
+# value is the largest spill, bytes stored plus loaded. Spilled values go through local memory,
+# the traffic these kernels exist to avoid. The backward's split at vector "max" spills in its
 # per-channel sums kernel (channels-last) whatever per_thread is, below 512 threads. Two default
 # configurations spill too and stay (the default is measured on the GPU): the backward's split
 # b256 vmax e4 (channels-last bf16) and its generic looped b256 v1 e1 (f32).
@@ -161,7 +161,10 @@ def _trim(default: list, candidates: list, spills: dict) -> tuple[list, dict]:
     return full, dict(sorted(dropped.items()))
 
 
-PRESETS["full"], _FWD_DROPPED = _trim(PRESETS["default"], _candidates(32, 8), SPILLS["fwd"])
+# values a thread: 32K forward, 16K backward (x and dy both in registers); looped backward
+# walks one vector per thread at a time
+CANDIDATES = {"fwd": _candidates(32, 8), "bwd": _candidates(16, 1)}
+PRESETS["full"], _FWD_DROPPED = _trim(PRESETS["default"], CANDIDATES["fwd"], SPILLS["fwd"])
 
 # Backward (ops dx, dgb, bwd). The looped family walks a group one vector per thread at a
 # time, so per_thread is 1 there. Onchip holds x and dy in registers and stages per-channel
@@ -186,8 +189,7 @@ BWD_PRESETS = {
         ("split", 256, 2, 8),
     ],
 }
-# x and dy both in registers
-BWD_PRESETS["full"], _BWD_DROPPED = _trim(BWD_PRESETS["default"], _candidates(16, 1), SPILLS["bwd"])
+BWD_PRESETS["full"], _BWD_DROPPED = _trim(BWD_PRESETS["default"], CANDIDATES["bwd"], SPILLS["bwd"])
 BWD_OPS = ("dx", "dgb", "bwd")
 
 
@@ -209,8 +211,13 @@ def _fits(op: str, layout: str, family: str, block: int, vector: int, per_thread
 def enumerate_specs(preset: str) -> list[InstanceSpec]:
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}")
+    return specs_of(PRESETS[preset], BWD_PRESETS[preset])
+
+
+def specs_of(fwd_configs: list, bwd_configs: list) -> list[InstanceSpec]:
+    """Every bucket's instances of these forward and backward configurations."""
     specs = set()
-    configs = [("fwd", c) for c in PRESETS[preset]] + [(op, c) for op in BWD_OPS for c in BWD_PRESETS[preset]]
+    configs = [("fwd", c) for c in fwd_configs] + [(op, c) for op in BWD_OPS for c in bwd_configs]
     for (x, gamma), layout, act, (op, (family, block, vector, per_thread)) in itertools.product(
             DTYPE_PAIRS, LAYOUTS, ACTIVATIONS, configs):
         v = _vmax(x) if vector == "max" else vector
