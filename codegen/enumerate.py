@@ -65,56 +65,48 @@ def config_name(config: tuple) -> str:
 # Each candidate meets the rules below in order; the first that matches drops it, and
 # manifest.json lists it with that reason. Default configurations are measured and always kept.
 #
-# Rule 1. ptxas spills the configuration's registers to local memory in at least one dtype or
-# layout: measured by scripts/probe_spills.py (nvcc 13, sm_90, -Xptxas -v; Swish, both layouts;
-# every candidate in x bf16 / gamma f32, then those kept in the other four dtype pairs); the
-# value is the largest spill, bytes stored plus loaded. Spilled values go through local memory,
-# the traffic these kernels exist to avoid. The backward's split at vector "max" spills in its
-# per-channel sums kernel (channels-last) whatever per_thread is, below 512 threads. Two default
-# configurations spill too and stay (the default is measured on the GPU): the backward's split
-# b256 vmax e4 (channels-last bf16) and its generic looped b256 v1 e1 (f32).
-SPILLS = {
-    "fwd": {
-        ("looped", 1024, 1, 1): 120, ("looped", 1024, 2, 1): 88, ("looped", 512, 2, 4): 40,
-        ("looped", 128, 2, 4): 56,
-        ("onchip", 256, 1, 16): 24, ("onchip", 512, 1, 16): 24,
-        ("resident", 1024, "max", 4): 188, ("resident", 1024, 2, 16): 328,
-        ("resident", 64, "max", 16): 1108, ("resident", 128, "max", 16): 1108,
-        ("resident", 256, "max", 16): 1108,
-        ("split", 64, 1, 1): 16, ("split", 128, 1, 1): 16, ("split", 256, 1, 1): 16,
-        ("split", 512, 1, 1): 16, ("split", 1024, 1, 1): 40,
-        ("split", 64, 2, 8): 28, ("split", 128, 2, 8): 28, ("split", 256, 2, 8): 28,
-        ("split", 512, 2, 8): 28, ("split", 1024, 2, 16): 56,
-    },
-    "bwd": {
-        ("looped", 128, 1, 1): 32, ("looped", 128, "max", 1): 16, ("looped", 512, "max", 1): 40,
-        ("onchip", 64, 1, 4): 8, ("onchip", 128, 1, 4): 8, ("onchip", 256, 1, 4): 8,
-        ("onchip", 1024, 1, 4): 8, ("onchip", 1024, 1, 1): 96,
-        ("onchip", 64, 2, 2): 8, ("onchip", 128, 2, 2): 16, ("onchip", 256, 2, 2): 16,
-        ("onchip", 512, 2, 2): 16, ("onchip", 1024, 2, 2): 16, ("onchip", 1024, 2, 4): 16,
-        ("onchip", 256, "max", 4): 16, ("onchip", 64, "max", 16): 380, ("onchip", 128, "max", 16): 340,
-        **{("split", block, "max", e): 40 for block in (64, 128, 256) for e in (1, 2, 4, 8, 16)},
-    },
-}
-
-# Rule 2. 64 threads: the tile of 128 threads with half the vectors a thread. Two warps
+# Rule 1. 64 threads: the tile of 128 threads with half the vectors a thread. Two warps
 # reduce no faster than four, and an SM runs at most 32 workgroups (sm_90), so a 64-thread
 # workgroup fills it only at 32 registers a thread or fewer: few of these kernels (measured at 64
 # threads: 30 to 200 registers). On gfx9 64 threads are one wavefront; AMD is not measured.
 MIN_BLOCK = 128
 
-# Rule 3. Split and looped: block * per_thread (the slice of a split workgroup, the vectors a
+# Rule 2. Split and looped: block * per_thread (the slice of a split workgroup, the vectors a
 # looped workgroup has in flight) only tunes these families, it never decides whether a problem
 # is supported, and time varies smoothly with it: steps of 4x (128, 512, 2K, 8K vectors)
 # bracket any optimum within 2x. Onchip and resident keep 2x steps, as there the tile decides
 # which groups fit in one workgroup or one slice.
 LADDER_4X = {"split": (128, 512, 2048, 8192), "looped": (128, 512, 2048, 8192)}
 
-# Rule 4. One configuration per tile (family, vector, block * per_thread): the others hold the
+# Rule 3. One configuration per tile (family, vector, block * per_thread): the others hold the
 # same vectors a workgroup, split over other thread counts. The default's own configuration
 # when it has one (measured), else the first per_thread in this order: 4 vectors a thread keep
 # enough loads in flight, without the registers that limit occupancy.
 PER_THREAD_PREFERENCE = (4, 2, 8, 1, 16)
+
+# Rule 4. The configuration rule 3 chose spills registers to local memory in some bucket, and
+# its tile goes with it: the tile's other configurations ask about the same share of their
+# register cap (values a thread grow with per_thread, the cap of 64K registers a workgroup
+# shrinks with block), and spilled values go through local memory, the traffic these kernels
+# exist to avoid. Measured by scripts/probe_spills.py and the full build's own warnings (nvcc
+# 13, sm_90, every dtype pair, layout and activation); the value is the largest spill, bytes
+# stored plus loaded. Default configurations that spill stay (they are measured on the GPU):
+# the backward's split b256 vmax e4 (channels-last bf16, Swish) and its generic looped b256 v1
+# e1 (f32, Swish).
+SPILLS = {
+    "fwd": {
+        ("looped", 128, 2, 4): 56, ("looped", 512, 2, 4): 40, ("resident", 1024, 2, 16): 328,
+        ("split", 128, 1, 1): 16,
+    },
+    "bwd": {
+        ("looped", 128, 1, 1): 32, ("looped", 128, "max", 1): 16, ("looped", 512, 2, 1): 8,
+        ("looped", 512, "max", 1): 40, ("onchip", 128, 1, 4): 8, ("onchip", 128, 2, 2): 16,
+        ("onchip", 128, 2, 4): 24, ("onchip", 256, 1, 4): 8, ("onchip", 256, 2, 4): 24,
+        ("onchip", 256, "max", 4): 16, ("onchip", 1024, 1, 4): 8, ("onchip", 1024, 2, 4): 16,
+        ("split", 128, "max", 1): 40, ("split", 128, "max", 4): 40, ("split", 512, 1, 4): 16,
+        ("split", 512, "max", 4): 8, ("split", 1024, 2, 8): 20,
+    },
+}
 
 
 def _candidates(values_per_thread: int, looped_per_thread: int) -> list:
@@ -130,7 +122,7 @@ def _candidates(values_per_thread: int, looped_per_thread: int) -> list:
 
 
 def _trim(default: list, candidates: list, spills: dict) -> tuple[list, dict]:
-    """The full set (default configurations, then candidates rules 1-4 keep, sorted) and the
+    """The full set (the default configurations and those rules 1-4 keep, sorted) and the
     dropped candidates: config name -> reason."""
     def tile(c):
         family, block, vector, per_thread = c
@@ -141,9 +133,7 @@ def _trim(default: list, candidates: list, spills: dict) -> tuple[list, dict]:
         family, block, vector, per_thread = c
         if c in default:
             continue
-        if c in spills:
-            dropped[config_name(c)] = f"ptxas spills {spills[c]} bytes (nvcc 13, sm_90)"
-        elif block < MIN_BLOCK:
+        if block < MIN_BLOCK:
             dropped[config_name(c)] = f"{block} threads: the tile of {MIN_BLOCK} threads with fewer vectors a thread"
         elif block * per_thread not in LADDER_4X.get(family, [block * per_thread]):
             dropped[config_name(c)] = f"{family}: {block * per_thread} vectors a workgroup is off the 4x ladder"
@@ -157,7 +147,9 @@ def _trim(default: list, candidates: list, spills: dict) -> tuple[list, dict]:
     for c in kept:
         if chosen[tile(c)] != c:
             dropped[config_name(c)] = f"the tile of {config_name(chosen[tile(c)])}"
-    full = sorted(set(default) | set(chosen.values()), key=str)
+        elif c in spills:
+            dropped[config_name(c)] = f"ptxas spills {spills[c]} bytes (nvcc 13, sm_90); the tile goes with it"
+    full = sorted(set(default) | {c for c in chosen.values() if c not in spills}, key=str)
     return full, dict(sorted(dropped.items()))
 
 
