@@ -51,7 +51,8 @@ def main(argv=None) -> int:
         for rel in render.output_files(specs):
             print((a.out_dir / rel).as_posix())
         return 0
-    files = render.render_all(specs, dict(preset=a.preset, selection=vars(sel), filtered=report))
+    files = render.render_all(specs, dict(preset=a.preset, selection=vars(sel), filtered=report,
+                                          dropped=enum.dropped(a.preset)))
     written, removed = render.write_if_changed(a.out_dir, files)
     for line in report:
         print(f"codegen: {line}")

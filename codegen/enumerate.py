@@ -55,19 +55,109 @@ PRESETS = {
 }
 
 
-def _full(default: list, values_per_thread: int, looped_per_thread: int) -> list:
-    """The default set and every configuration whose registers fit: block * values per thread
+def config_name(config: tuple) -> str:
+    family, block, vector, per_thread = config
+    return f"{family}_b{block}_v{vector}_e{per_thread}"
+
+
+# The full preset is the autotuner's search space: the default set and every configuration
+# whose registers fit, less those a build should not pay for (issue 9: untrimmed, it was 13,930
+# instances in 1,786 translation units, over an hour on 2 cores, with 484 spill warnings).
+# Each candidate meets the rules below in order; the first that matches drops it, and
+# manifest.json lists it with that reason. Default configurations are measured and always kept.
+#
+# Rule 1. 64 threads: the tile of 128 threads with half the vectors a thread. Two warps
+# reduce no faster than four, and an SM runs at most 32 workgroups (sm_90), so a 64-thread
+# workgroup fills it only at 32 registers a thread or fewer: few of these kernels (measured at 64
+# threads: 30 to 200 registers). On gfx9 64 threads are one wavefront; AMD is not measured.
+MIN_BLOCK = 128
+
+# Rule 2. Split and looped: block * per_thread (the slice of a split workgroup, the vectors a
+# looped workgroup has in flight) only tunes these families, it never decides whether a problem
+# is supported, and time varies smoothly with it: steps of 4x (128, 512, 2K, 8K vectors)
+# bracket any optimum within 2x. Onchip and resident keep 2x steps, as there the tile decides
+# which groups fit in one workgroup or one slice.
+LADDER_4X = {"split": (128, 512, 2048, 8192), "looped": (128, 512, 2048, 8192)}
+
+# Rule 3. One configuration per tile (family, vector, block * per_thread): the others hold the
+# same vectors a workgroup, split over other thread counts. The default's own configuration
+# when it has one (measured), else the first per_thread in this order: 4 vectors a thread keep
+# enough loads in flight, without the registers that limit occupancy.
+PER_THREAD_PREFERENCE = (4, 2, 8, 1, 16)
+
+# Rule 4. The configuration rule 3 chose spills registers to local memory in some bucket, and
+# its tile goes with it: the tile's other configurations ask about the same share of their
+# register cap (values a thread grow with per_thread, the cap of 64K registers a workgroup
+# shrinks with block), and spilled values go through local memory, the traffic these kernels
+# exist to avoid. Measured by scripts/probe_spills.py and the full build's own warnings (nvcc
+# 13, sm_90, every dtype pair, layout and activation); the value is the largest spill, bytes
+# stored plus loaded. Default configurations that spill stay (they are measured on the GPU):
+# the backward's split b256 vmax e4 (channels-last bf16, Swish) and its generic looped b256 v1
+# e1 (f32, Swish).
+SPILLS = {
+    "fwd": {
+        ("looped", 128, 2, 4): 56, ("looped", 512, 2, 4): 40, ("resident", 1024, 2, 16): 328,
+        ("split", 128, 1, 1): 16,
+    },
+    "bwd": {
+        ("looped", 128, 1, 1): 32, ("looped", 128, "max", 1): 16, ("looped", 512, 2, 1): 8,
+        ("looped", 512, "max", 1): 40, ("onchip", 128, 1, 4): 8, ("onchip", 128, 2, 2): 16,
+        ("onchip", 128, 2, 4): 24, ("onchip", 256, 1, 4): 8, ("onchip", 256, 2, 4): 24,
+        ("onchip", 256, "max", 4): 16, ("onchip", 1024, 1, 4): 8, ("onchip", 1024, 2, 4): 16,
+        ("split", 128, "max", 1): 40, ("split", 128, "max", 4): 40, ("split", 512, 1, 4): 16,
+        ("split", 512, "max", 4): 8, ("split", 1024, 2, 8): 20,
+    },
+}
+
+
+def _candidates(values_per_thread: int, looped_per_thread: int) -> list:
+    """Every (family, block, vector, per_thread) whose registers fit: block * values per thread
     within `values_per_thread` * 1024 (of a 64K-register file)."""
-    return sorted(set(default) | {
+    return [
         (family, block, vector, per_thread)
         for family, block, vector, per_thread in itertools.product(
             ("onchip", "looped", "split", "resident"), (64, 128, 256, 512, 1024), ("max", 2, 1), (1, 2, 4, 8, 16))
         if block * per_thread * (8 if vector == "max" else vector) <= 1024 * values_per_thread
         and not (family == "looped" and per_thread > looped_per_thread)
-    }, key=str)
+    ]
 
 
-PRESETS["full"] = _full(PRESETS["default"], 32, 8)
+def _trim(default: list, candidates: list, spills: dict) -> tuple[list, dict]:
+    """The full set (the default configurations and those rules 1-4 keep, sorted) and the
+    dropped candidates: config name -> reason."""
+    def tile(c):
+        family, block, vector, per_thread = c
+        return family, vector, block * per_thread
+
+    dropped, kept = {}, []
+    for c in candidates:
+        family, block, vector, per_thread = c
+        if c in default:
+            continue
+        if block < MIN_BLOCK:
+            dropped[config_name(c)] = f"{block} threads: the tile of {MIN_BLOCK} threads with fewer vectors a thread"
+        elif block * per_thread not in LADDER_4X.get(family, [block * per_thread]):
+            dropped[config_name(c)] = f"{family}: {block * per_thread} vectors a workgroup is off the 4x ladder"
+        else:
+            kept.append(c)
+    chosen = {}
+    for c in sorted(kept, key=lambda c: PER_THREAD_PREFERENCE.index(c[3])):
+        chosen.setdefault(tile(c), c)
+    for c in default:
+        chosen[tile(c)] = c
+    for c in kept:
+        if chosen[tile(c)] != c:
+            dropped[config_name(c)] = f"the tile of {config_name(chosen[tile(c)])}"
+        elif c in spills:
+            dropped[config_name(c)] = f"ptxas spills {spills[c]} bytes (nvcc 13, sm_90); the tile goes with it"
+    full = sorted(set(default) | {c for c in chosen.values() if c not in spills}, key=str)
+    return full, dict(sorted(dropped.items()))
+
+
+# values a thread: 32K forward, 16K backward (x and dy both in registers); looped backward
+# walks one vector per thread at a time
+CANDIDATES = {"fwd": _candidates(32, 8), "bwd": _candidates(16, 1)}
+PRESETS["full"], _FWD_DROPPED = _trim(PRESETS["default"], CANDIDATES["fwd"], SPILLS["fwd"])
 
 # Backward (ops dx, dgb, bwd). The looped family walks a group one vector per thread at a
 # time, so per_thread is 1 there. Onchip holds x and dy in registers and stages per-channel
@@ -97,8 +187,15 @@ BWD_PRESETS = {
         ("resident", 512, "max", 4),
     ],
 }
-BWD_PRESETS["full"] = _full(BWD_PRESETS["default"], 16, 1)  # x and dy both in registers
+BWD_PRESETS["full"], _BWD_DROPPED = _trim(BWD_PRESETS["default"], CANDIDATES["bwd"], SPILLS["bwd"])
 BWD_OPS = ("dx", "dgb", "bwd")
+
+
+def dropped(preset: str) -> dict:
+    """What the preset left out of its search space and why, by ops: config name -> reason."""
+    if preset != "full":
+        return {}
+    return {"fwd": _FWD_DROPPED, ",".join(BWD_OPS): _BWD_DROPPED}
 
 
 def _fits(op: str, layout: str, family: str, block: int, vector: int, per_thread: int) -> bool:
@@ -108,8 +205,13 @@ def _fits(op: str, layout: str, family: str, block: int, vector: int, per_thread
 def enumerate_specs(preset: str) -> list[InstanceSpec]:
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}")
+    return specs_of(PRESETS[preset], BWD_PRESETS[preset])
+
+
+def specs_of(fwd_configs: list, bwd_configs: list) -> list[InstanceSpec]:
+    """Every bucket's instances of these forward and backward configurations."""
     specs = set()
-    configs = [("fwd", c) for c in PRESETS[preset]] + [(op, c) for op in BWD_OPS for c in BWD_PRESETS[preset]]
+    configs = [("fwd", c) for c in fwd_configs] + [(op, c) for op in BWD_OPS for c in bwd_configs]
     for (x, gamma), layout, act, (op, (family, block, vector, per_thread)) in itertools.product(
             DTYPE_PAIRS, LAYOUTS, ACTIVATIONS, configs):
         v = _vmax(x) if vector == "max" else vector

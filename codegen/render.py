@@ -5,7 +5,8 @@ Outputs, under one directory:
   tu/<bucket>_<k>.cpp             translation units, each including a few .inc files, so that
                                   a 2-core build compiles a few dozen units, not hundreds
   register_all.cpp                the explicit registry: one call per instance
-  manifest.json                   what this build compiles, and what the filters dropped
+  manifest.json                   what this build compiles, what the filters dropped, and the
+                                  configurations the preset left out with the reason for each
 """
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 strict, and writing touches only what changed."""
 import contextlib
 import io
+import json
 import pathlib
 import tempfile
 import unittest
@@ -58,6 +59,37 @@ class Enumeration(unittest.TestCase):
         minimal, default, full = (set(enum.enumerate_specs(p)) for p in ("minimal", "default", "full"))
         self.assertTrue(minimal < default, sorted(s.name for s in minimal - default)[:5])
         self.assertTrue(default < full, sorted(s.name for s in default - full)[:5])
+
+
+class FullPreset(unittest.TestCase):
+    """The full preset is the default set and the candidates the trimming rules keep."""
+    SETS = (("fwd", enum.PRESETS, "fwd"), ("bwd", enum.BWD_PRESETS, "dx,dgb,bwd"))
+
+    def test_nothing_beyond_the_default_spills(self):
+        for op, presets, _ in self.SETS:
+            added = set(presets["full"]) - set(presets["default"])
+            self.assertFalse(added & set(enum.SPILLS[op]), op)
+
+    def test_every_dropped_configuration_has_a_reason_and_is_not_built(self):
+        dropped = enum.dropped("full")
+        for op, presets, key in self.SETS:
+            self.assertTrue(dropped[key], op)
+            self.assertTrue(all(dropped[key].values()), op)
+            self.assertFalse({enum.config_name(c) for c in presets["full"]} & set(dropped[key]), op)
+        self.assertEqual(enum.dropped("default"), {})
+
+    def test_one_configuration_per_tile_beyond_the_default(self):
+        for op, presets, _ in self.SETS:
+            added = set(presets["full"]) - set(presets["default"])
+            tiles = [(f, v, b * e) for f, b, v, e in added]
+            self.assertEqual(len(tiles), len(set(tiles)), op)
+
+    def test_manifest_lists_what_the_preset_dropped(self):
+        with tempfile.TemporaryDirectory() as d:
+            with contextlib.redirect_stdout(io.StringIO()):
+                self.assertEqual(cli.main(["--generate", "--preset=full", "--pattern=^$", f"--out-dir={d}"]), 0)
+            manifest = json.loads((pathlib.Path(d) / "manifest.json").read_text())
+        self.assertEqual(manifest["dropped"], enum.dropped("full"))
 
 
 class Filters(unittest.TestCase):
