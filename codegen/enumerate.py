@@ -98,6 +98,8 @@ SPILLS = {
     "fwd": {
         ("looped", 128, 2, 4): 56, ("looped", 512, 2, 4): 40, ("resident", 1024, 2, 16): 328,
         ("split", 128, 1, 1): 16,
+        # measured on the GPU machine's full build of 2026-11-23 (ptxas 13, sm_90)
+        ("onchip", 1024, 1, 16): 8,
     },
     "bwd": {
         ("looped", 128, 1, 1): 32, ("looped", 128, "max", 1): 16, ("looped", 512, 2, 1): 8,
@@ -106,6 +108,8 @@ SPILLS = {
         ("onchip", 256, "max", 4): 16, ("onchip", 1024, 1, 4): 8, ("onchip", 1024, 2, 4): 16,
         ("split", 128, "max", 1): 40, ("split", 128, "max", 4): 40, ("split", 512, 1, 4): 16,
         ("split", 512, "max", 4): 8, ("split", 1024, 2, 8): 20,
+        # measured on the GPU machine's full build of 2026-11-23 (ptxas 13, sm_90)
+        ("looped", 512, 1, 1): 16, ("looped", 128, 2, 1): 8,
     },
 }
 
