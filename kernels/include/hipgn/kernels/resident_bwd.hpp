@@ -25,7 +25,6 @@
 #include "hipgn/kernels/common.hpp"
 #include "hipgn/kernels/groupnorm_bwd.hpp"
 #include "hipgn/kernels/persistent.hpp"
-#include "hipgn/kernels/resident_fwd.hpp"
 #include "hipgn/params.hpp"
 
 namespace hipgn::kernels {
