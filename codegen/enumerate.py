@@ -27,6 +27,7 @@ PRESETS = {
         ("looped", 256, "max", 4),
         ("split", 256, "max", 8),
         ("resident", 512, "max", 4),
+        ("stream", 512, "max", 1),
     ],
     "default": [
         ("looped", 256, 1, 4),
@@ -51,6 +52,9 @@ PRESETS = {
         ("resident", 512, "max", 2),
         ("resident", 512, "max", 4),
         ("resident", 512, "max", 8),
+        ("stream", 256, "max", 1),
+        ("stream", 512, "max", 1),
+        ("stream", 512, "max", 2),
     ],
 }
 

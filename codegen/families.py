@@ -35,6 +35,10 @@ class FamilyDescriptor:
     backward_layouts: tuple[str, ...] = LAYOUTS.names
     # a static limit of its backward kernels on vectors per thread (None: none)
     backward_max_per_thread: Optional[int] = None
+    # the layouts it has kernels for, every op (support: Instance::supports)
+    layouts: tuple[str, ...] = LAYOUTS.names
+    # two passes over x in one cooperative launch (Instance::stream_shape)
+    streams: bool = False
 
 
 DESCRIPTORS = {d.name: d for d in (
@@ -54,6 +58,12 @@ DESCRIPTORS = {d.name: d for d in (
                      why="one slice when an instance holds the unit, then the fewest slices or "
                          "256-thread workgroups",
                      backward_layouts=("cl",), backward_max_per_thread=4),
+    # per_thread: the column vectors a thread sums, so C <= block * vector * per_thread
+    FamilyDescriptor("stream", ("fwd",), holds_group=False, splits_group=False, persistent=False,
+                     generic_vector=None, chunk_order=-1,
+                     why="the fewest column vectors a thread: the fewest registers, the most "
+                         "workgroups in flight",
+                     backward_layouts=(), layouts=("cl",), streams=True),
 )}
 assert tuple(DESCRIPTORS) == FAMILIES.names, "one descriptor per family, in the vocabulary's order"
 
@@ -61,7 +71,7 @@ assert tuple(DESCRIPTORS) == FAMILIES.names, "one descriptor per family, in the 
 def fits(op: str, layout: str, family: str, block: int, vector: int, per_thread: int) -> bool:
     """Whether the family has a kernel for the op and the configuration is within its static limits."""
     d = DESCRIPTORS[family]
-    if op not in d.ops:
+    if op not in d.ops or layout not in d.layouts:
         return False
     if op == "fwd":
         return True

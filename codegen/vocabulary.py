@@ -87,6 +87,10 @@ FAMILIES = Enum("Family", None, None, "kernel families (kernels/include/hipgn/ke
          "a persistent grid; each slice of a group (channels-first) or of a sample's rows "
          "(channels-last) stays in registers from load to store, slices exchange statistics "
          "through the workspace: x read once, 16-byte accesses on any shape"),
+    Term("stream", "stream", None,
+         "one cooperative grid, two streaming passes: per-channel sums of x, then y from a second "
+         "read of x that the L2 still holds (the rows read last are normalized first); "
+         "channels-last forward, whole rows at 16 bytes an access"),
 ))
 ENUMS = (OPS, DTYPES, LAYOUTS, ACTIVATIONS, FAMILIES)
 

@@ -228,10 +228,11 @@ int main(int argc, char** argv) {
     Row r;
     r.name = inst->name();
     void* ws = nullptr;
-    if (const std::size_t wsb = inst->workspace_bytes(p)) CHECK(hipMalloc(&ws, wsb));
+    const int cus = handle->device().compute_units;
+    if (const std::size_t wsb = inst->workspace_bytes(p, cus)) CHECK(hipMalloc(&ws, wsb));
     CHECK(hipMemset(out, verify::kPoisonByte, bytes));
     CHECK(hipMemset(ddg, verify::kPoisonByte, gb.size()));
-    const Status s = inst->run(p, t, ws, nullptr);
+    const Status s = inst->run(p, t, ws, nullptr, cus);
     CHECK(hipDeviceSynchronize());
     if (!s.ok()) {
       r.launch_failed = true;
@@ -249,7 +250,7 @@ int main(int argc, char** argv) {
       const bool ok = cmp.ok();
       r.max_err = cmp.worst;
       r.ok = ok;
-      r.us = median_us([&] { (void)inst->run(p, t, ws, nullptr); }, warmup, iters, flush, flush_bytes);
+      r.us = median_us([&] { (void)inst->run(p, t, ws, nullptr, cus); }, warmup, iters, flush, flush_bytes);
       r.gbps = floor_bytes / r.us / 1e3;
       r.pct_copy = 100.0 * (floor_bytes / r.us) / (2.0 * double(bytes) / copy_us);
       if (!ok) r.note = "WRONG";

@@ -52,7 +52,9 @@ class Enumeration(unittest.TestCase):
         for bucket in {s.bucket for s in specs}:
             # the resident family: forward kernels, and the channels-last backward so far
             resident = bucket.startswith("fwd_") or "_cl_" in bucket
-            want = {"onchip", "looped", "split"} | ({"resident"} if resident else set())
+            stream = bucket.startswith("fwd_") and "_cl_" in bucket  # the channels-last forward
+            want = {"onchip", "looped", "split"} | ({"resident"} if resident else set()) | (
+                {"stream"} if stream else set())
             self.assertEqual({s.family for s in specs if s.bucket == bucket}, want)
 
     def test_presets_nest(self):

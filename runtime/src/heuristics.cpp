@@ -18,6 +18,11 @@ const std::vector<Rule>& rules(Op op) {
       // 11.4 against 25; but ResNet 56x56 C=256 (25088) resident 105 against onchip 134.
       {Family::onchip, kAny, 0, "channels-last groups of up to 16K elements: a workgroup per group",
        16384, Rule::kChannelsLast},
+      // Channels-last, larger groups: two streaming passes in one cooperative launch, the
+      // second reading x from L2 (stream_fwd.hpp), against the resident family's per-item
+      // exchange between the workgroups of a sample (bench/NOTES.md, "The stream family").
+      {Family::stream, kAny, 0, "channels-last: two streaming passes, the second from L2",
+       std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast},
       // x crosses memory once in and y once out at 16 bytes an access, on any shape the
       // family supports (resident_fwd.hpp); the other families read x twice or narrowly. The
       // fastest channels-first instance on every suite shape measured.

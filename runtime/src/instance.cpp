@@ -56,6 +56,21 @@ Instance::ResidentShape Instance::resident_shape(const Problem& p) const {
   return r;
 }
 
+Instance::StreamItems Instance::stream_items(const Problem& p, int compute_units) const {
+  const int cus = compute_units > 0 ? compute_units : kDefaultComputeUnits;
+  const StreamShape shape = stream_cl_shape(p.c, spec_.vector, spec_.block);
+  const std::int64_t hw = p.spatial_size();
+  // workgroups the device runs at once if each thread sums one column vector (1024 threads a
+  // compute unit: kStreamMinBlocks); a part holds at least a row a lane
+  const std::int64_t resident = std::int64_t(cus) * std::max(1, 1024 / spec_.block);
+  const std::int64_t want = std::clamp<std::int64_t>(ceil_div(resident, p.n), 1, ceil_div(hw, shape.lanes));
+  StreamItems s;
+  s.part_rows = ceil_div(hw, want);
+  s.parts = ceil_div(hw, s.part_rows);
+  s.items = p.n * s.parts;
+  return s;
+}
+
 int Instance::slices(const Problem& p) const {
   const std::int64_t chunk = spec_.chunk_elements();
   const std::int64_t s = (p.group_elements() + chunk - 1) / chunk;
@@ -73,7 +88,11 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
   if (describe(p.op).backward && !(family.backward_layouts & (1u << int(p.layout))))
     return no("the " + std::string(p.layout == Layout::channels_first ? "channels-first " : "channels-last ") +
               std::string(to_string(spec_.family)) + " backward is not written yet");
+  if (!(family.layouts & (1u << int(p.layout))))
+    return no("the " + std::string(p.layout == Layout::channels_first ? "channels-first " : "channels-last ") +
+              std::string(to_string(spec_.family)) + " family is not written");
   if (family.persistent) return supports_resident(p, t, no, compute_units);
+  if (family.streams) return supports_stream(p, t, no);
   if (p.num_groups() > INT_MAX) return no("N*G exceeds the grid's 2^31-1 workgroups");
   const int v = spec_.vector;
   if (v > 1) {
@@ -93,6 +112,29 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
     return no("the group needs more than " + std::to_string(kMaxSlices) + " slices");
   if (family.splits_group && describe(p.op).backward && p.channels_per_group() > kMaxSlices)
     return no("C/G exceeds the " + std::to_string(kMaxSlices) + " workgroups of a grid column");
+  return true;
+}
+
+template <typename No>
+bool Instance::supports_stream(const Problem& p, const Tensors* t, No no) const {
+  const std::int64_t v = spec_.vector, elem = std::int64_t(size_of(p.x_dtype));
+  if (p.num_groups() > INT_MAX) return no("N*G exceeds 2^31-1 groups");
+  // the kernel indexes rows (pixels) of a sample in 32 bits
+  if (p.spatial_size() > INT_MAX) return no("the spatial size exceeds 2^31-1 positions");
+  if (p.c % v != 0) return no("C " + std::to_string(p.c) + " is not a multiple of the vector " + std::to_string(v));
+  const StreamShape shape = stream_cl_shape(p.c, spec_.vector, spec_.block);
+  if (shape.cols > spec_.per_thread)
+    return no("C/" + std::to_string(v) + " = " + std::to_string(p.c / v) + " vectors a row exceed the block of " +
+              std::to_string(spec_.block) + " x " + std::to_string(spec_.per_thread));
+  const std::int64_t smem = stream_cl_smem_floats(p.c, shape.lanes) * 4;
+  if (smem > kResidentMaxSmem)
+    return no("C needs " + std::to_string(smem) + " bytes of shared memory, more than " +
+              std::to_string(kResidentMaxSmem));
+  const OpDescriptor& op = describe(p.op);
+  const std::size_t align = std::size_t(v * elem);
+  for (unsigned i = 0; t && i < kTensorCount; ++i)
+    if (((op.aligned >> i) & 1u) && address(tensor_pointer(*t, TensorBit(1u << i))) % align != 0)
+      return no(tensor_list(op.aligned) + " is not aligned to " + std::to_string(align) + " bytes");
   return true;
 }
 
@@ -140,9 +182,13 @@ bool Instance::supports_resident(const Problem& p, const Tensors* t, No no, int 
   return true;
 }
 
-std::size_t Instance::workspace_bytes(const Problem& p) const {
+std::size_t Instance::workspace_bytes(const Problem& p, int compute_units) const {
   const FamilyDescriptor& family = describe(spec_.family);
   const OpDescriptor& op = describe(p.op);
+  if (family.streams)  // two barrier counters, the items' per-group partials, the groups' statistics
+    return resident_counter_bytes(kStreamCounterWords) +
+           (std::size_t(stream_items(p, compute_units).items) * std::size_t(p.groups) + std::size_t(p.num_groups())) *
+               2 * sizeof(float);
   if (family.persistent) {
     const ResidentShape r = resident_shape(p);
     // the backward: first the per-(n, c) sums S1, S2 for dgamma/dbeta
@@ -162,7 +208,7 @@ std::size_t Instance::workspace_bytes(const Problem& p) const {
   return std::size_t(p.n) * std::size_t(p.c) * 2 * sizeof(float);
 }
 
-Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStream_t stream) const {
+Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStream_t stream, int compute_units) const {
   const std::int64_t hw = p.spatial_size(), cg = p.channels_per_group();
   const bool cf = p.layout == Layout::channels_first;
   Params k{};
@@ -214,7 +260,20 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
       k.partials = reinterpret_cast<float*>(exchange + resident_counter_bytes(r.units));
     }
   }
-  if (workspace_bytes(p) && !workspace) return Status::error(StatusCode::invalid_argument, name_ + " needs a workspace");
+  if (describe(spec_.family).streams) {
+    const StreamItems s = stream_items(p, compute_units);
+    k.slices = std::int32_t(s.parts);
+    k.items = s.items;
+    k.part_rows = s.part_rows;
+    k.slices_div = FastDivmod::make(std::uint64_t(s.parts));
+    k.groups_div = FastDivmod::make(std::uint64_t(p.groups));
+    k.cpg_div = FastDivmod::make(std::uint64_t(cg));
+    k.spatial_size = hw;
+    k.counters = static_cast<std::uint32_t*>(workspace);
+    k.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + resident_counter_bytes(kStreamCounterWords));
+    k.group_stats = k.partials + std::size_t(s.items) * std::size_t(p.groups) * 2;
+  }
+  if (workspace_bytes(p, compute_units) && !workspace) return Status::error(StatusCode::invalid_argument, name_ + " needs a workspace");
   const hipError_t e = launch_(k, stream);
   if (e != hipSuccess)
     return Status::error(StatusCode::runtime_error, name_ + ": launch failed: " + hipGetErrorString(e));

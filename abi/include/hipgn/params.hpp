@@ -85,6 +85,11 @@ struct Params {
   std::int32_t pass;               // the backward: 0 on chip; 1, 2 the streaming passes (resident_bwd.hpp)
   std::uint32_t* counters;
   float* partials;
+
+  // The stream family (stream_fwd.hpp): items = N x parts (p.slices), a part part_rows rows of
+  // a sample; partials are [items, G] (mean, M2) pairs, group_stats [N * G] (mean, rstd) pairs.
+  std::int64_t part_rows;
+  float* group_stats;
 };
 
 // The resident family's limits and shapes, shared by the runtime (support, workspace, launch
@@ -131,5 +136,25 @@ HIPGN_HD std::int64_t resident_stage_bytes(int block, int per_thread) {
 HIPGN_HD int resident_cl_block(std::int64_t c, int vector, int row_lanes) {
   return int((std::int64_t(row_lanes) * (c / vector) + 63) / 64 * 64);
 }
+
+// The stream family's channels-last workgroup: each thread sums `cols` column vectors of a row
+// (vectors cv, cv + threads_per_row, ...), threads_per_row threads cover a row, and `lanes`
+// rows are read at once. cols <= the instance's per_thread (the support check).
+struct StreamShape {
+  int cols, threads_per_row, lanes;
+};
+HIPGN_HD StreamShape stream_cl_shape(std::int64_t c, int vector, int block) {
+  const int row_vectors = int(c / vector);
+  const int cols = (row_vectors + block - 1) / block;
+  const int per_row = (row_vectors + cols - 1) / cols;
+  return {cols, per_row, block / per_row};
+}
+// The stream family's two grid barriers: a counter and a flag each, each word in its own
+// 128-byte line (words 0, 32, 64, 96), so that waiters polling a flag never queue in front of
+// arrivals at the counter.
+inline constexpr int kStreamCounterWords = 128;
+// Shared memory of a stream workgroup, in floats: each lane's per-channel S1 and S2, the
+// channels' shifts, gamma and beta.
+HIPGN_HD std::int64_t stream_cl_smem_floats(std::int64_t c, int lanes) { return (2 * std::int64_t(lanes) + 3) * c; }
 
 }  // namespace hipgn

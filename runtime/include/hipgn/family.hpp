@@ -18,6 +18,8 @@ struct FamilyDescriptor {
   int chunk_order;      // tie-break within a vector: -1 smallest chunk first, +1 largest, 0 own rule
   const char* why;      // the tie-break's reason
   unsigned backward_layouts;  // bit 1 << int(layout) for each layout its backward ops have kernels for
+  unsigned layouts;           // bit 1 << int(layout) for each layout it has kernels for (every op)
+  bool streams;               // two passes over x in one cooperative launch (Instance::stream_shape)
 };
 
 const FamilyDescriptor& describe(Family);

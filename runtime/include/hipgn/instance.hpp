@@ -73,9 +73,11 @@ class Instance {
   // may wait for each other.
   bool supports(const Problem&, const Tensors* tensors = nullptr, std::string* why = nullptr,
                 int compute_units = 0) const;
-  std::size_t workspace_bytes(const Problem&) const;
+  // compute_units (0: kDefaultComputeUnits) sets how the stream family cuts a problem into
+  // items; workspace_bytes and run must be given the same.
+  std::size_t workspace_bytes(const Problem&, int compute_units = 0) const;
   // Launches on stream. The caller validated the problem and checked supports().
-  Status run(const Problem&, const Tensors&, void* workspace, hipStream_t stream) const;
+  Status run(const Problem&, const Tensors&, void* workspace, hipStream_t stream, int compute_units = 0) const;
 
   // The resident family's shape of a problem (kernels/include/hipgn/kernels/resident_fwd.hpp):
   // channels-first, a unit is a group and a slice block * per_thread body vectors;
@@ -89,6 +91,14 @@ class Instance {
   };
   ResidentShape resident_shape(const Problem&) const;
 
+  // The stream family's items (kernels/include/hipgn/kernels/stream_fwd.hpp): each sample's
+  // rows cut into `parts` of part_rows rows, about as many items as the device runs
+  // workgroups at once, so that each workgroup reads one part twice, the second time from L2.
+  struct StreamItems {
+    std::int64_t parts = 0, part_rows = 0, items = 0;
+  };
+  StreamItems stream_items(const Problem&, int compute_units) const;
+
  private:
   int slices(const Problem&) const;
   // Bytes of the resident family's arrival counters (one per unit), padded to 16.
@@ -96,6 +106,8 @@ class Instance {
   // Bytes of the resident backward's per-(item, channel) sums for dgamma/dbeta (ops dgb, bwd),
   // padded to 16; the counters and partials follow them.
   std::size_t resident_sums_bytes(const Problem&) const;
+  template <typename No>
+  bool supports_stream(const Problem&, const Tensors*, No no) const;
   template <typename No>
   bool supports_resident(const Problem&, const Tensors*, No no, int compute_units) const;
   InstanceSpec spec_;

@@ -45,10 +45,10 @@ inline hipError_t resident_blocks(KernelFn kernel, int block, std::size_t smem, 
   return *out = n, hipSuccess;
 }
 
-// `exchange`: the workgroups of a unit wait for each other (p.slices of them), through
-// p.counters (`units` counters).
+// `exchange`: workgroups wait for each other through p.counters (`units` counters): the
+// p.slices of a unit (`whole_grid` false) or the whole grid (true: grid barriers).
 inline hipError_t launch_persistent(KernelFn kernel, const Params& p, int block, std::size_t smem, bool exchange,
-                                    std::int64_t units, hipStream_t stream) {
+                                    std::int64_t units, hipStream_t stream, bool whole_grid = false) {
   int device = 0, cus = 0, per_cu = 0;
   hipError_t e = hipGetDevice(&device);
   if (e == hipSuccess) e = hipDeviceGetAttribute(&cus, hipDeviceAttributeMultiprocessorCount, device);
@@ -62,7 +62,7 @@ inline hipError_t launch_persistent(KernelFn kernel, const Params& p, int block,
   }
   // The support check promised slices <= compute units; a device too busy or too small to
   // hold them all at once must fail here, never wait forever.
-  if (p.slices > std::int64_t(grid)) return hipErrorInvalidValue;
+  if (!whole_grid && p.slices > std::int64_t(grid)) return hipErrorInvalidValue;
   e = hipMemsetAsync(p.counters, 0, std::size_t(units) * sizeof(std::uint32_t), stream);
   if (e != hipSuccess) return e;
   Params copy = p;

@@ -161,7 +161,6 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentBwdMinBlocks<Trai
         // the channel sums), and every workgroup adds them in the same (slice) order
         float* w = p.partials + item * groups * 2;
         for (int g = t; g < groups; g += blockDim.x) w[2 * g] = gstat[2 * g], w[2 * g + 1] = gstat[2 * g + 1];
-        __threadfence();
         __syncthreads();
         if (t == 0) arrive_and_wait(p.counters + n, std::uint32_t(p.slices));
         __syncthreads();

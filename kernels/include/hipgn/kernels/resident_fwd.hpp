@@ -201,7 +201,6 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
         float* w = p.partials + item * 2;  // item = unit * slices + slice
         w[0] = mean_local;
         w[1] = m2_local;
-        __threadfence();
         arrive_and_wait(p.counters + sl.unit, std::uint32_t(p.slices));
       }
       __syncthreads();
@@ -392,7 +391,6 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
         w[2 * g] = gstat[2 * g];
         w[2 * g + 1] = gstat[2 * g + 1];
       }
-      __threadfence();
       __syncthreads();
       if (t == 0) arrive_and_wait(p.counters + n, std::uint32_t(p.slices));
       __syncthreads();

@@ -1,0 +1,290 @@
+// The stream forward, channels-last: one cooperative launch, three phases separated by grid
+// barriers, each a pure stream with nothing held across it.
+//
+//   1. Items (sample, part of its rows) are read whole rows at a time, 16 bytes an access
+//      whatever C/G is; a thread keeps fixed channels and sums x - K and (x - K)^2 per channel
+//      in registers (K: the channel's value at the sample's first pixel, a shift that keeps the
+//      sums of squares free of cancellation). Shared memory adds the lanes, then turns the
+//      item's channels into its groups' (mean, M2), which go to the workspace: 8 bytes a
+//      group an item, small next to the item.
+//   2. A wavefront per group merges its parts (Chan) in a fixed order: the same bits every run.
+//   3. Items are read again in the reverse order, and each item's rows from last to first, so
+//      the rows read last in phase 1, which the L2 still holds, come first; y = act(x * scale
+//      + shift) with each thread's scale and shift computed once an item.
+//
+// Against the resident family, which holds a slice in registers from load to store and so must
+// exchange statistics item by item with the workgroups of its sample, every inner loop here is
+// loads, a few FMAs and stores, and the only waits are the two barriers. x is read twice, the
+// second time from the L2 where the tensor (or its last part) fits there.
+#pragma once
+
+#include <cstdint>
+
+#include "hipgn/kernels/common.hpp"
+#include "hipgn/kernels/persistent.hpp"
+#include "hipgn/params.hpp"
+
+namespace hipgn::kernels {
+
+// Rows each thread has in flight per step: two 16-byte loads at 1024 threads keep 32 KB in
+// flight a compute unit, above an H100 SM's share of the bandwidth-latency product (about 18
+// KB); four spilled registers at 64 a thread (ptxas 13, bf16: 100 bytes).
+inline constexpr int kStreamUnroll = 2;
+
+// Waits until every workgroup of the grid arrived at barrier `k` (its counter and flag,
+// zeroed by the launcher: kStreamCounterWords). The writes before it are visible after it to
+// every workgroup that reads past its L1.
+__device__ __forceinline__ void grid_barrier(std::uint32_t* counters, int k) {
+  __syncthreads();
+  if (threadIdx.x == 0) arrive_and_wait_flag(counters + 64 * k, counters + 64 * k + 32, gridDim.x);
+  __syncthreads();
+}
+
+template <typename Traits>
+inline constexpr int kStreamMinBlocks = (Traits::kPerThread == 1 ? 1024 : 512) / Traits::kBlockSize > 0
+                                            ? (Traits::kPerThread == 1 ? 1024 : 512) / Traits::kBlockSize
+                                            : 1;
+
+template <typename Traits>
+__global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) fwd_stream_cl_kernel(Params p) {
+  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread, U = kStreamUnroll;
+  using T = typename Traits::XType;
+  using Gm = typename Traits::GammaType;
+  using VecT = Vec<T, V>;
+  extern __shared__ __align__(16) unsigned char dynamic_smem[];
+  // shared memory (stream_cl_smem_floats): [2][lanes][C] S1 and S2 (later scale and shift),
+  // [C] the shifts K, [2][C] gamma and beta
+  // rows, parts and items are below 2^31 (the support check): 32-bit index arithmetic
+  const int c = int(p.channels), hw = int(p.spatial_size), parts = p.slices, items = int(p.items);
+  const int part_rows = int(p.part_rows);
+  const int groups = int(p.groups_per_sample), cpg = int(p.channels_per_group);
+  const StreamShape shape = stream_cl_shape(c, V, B);
+  const int t = threadIdx.x, lanes = shape.lanes, per_row = shape.threads_per_row;
+  const int lane = t / per_row, tc = t % per_row;
+  const bool active = lane < lanes;
+  const int row_vectors = c / V;
+  float* red = reinterpret_cast<float*>(dynamic_smem);
+  float* shift_k = red + 2 * lanes * c;
+  float* affine = shift_k + c;
+  // this thread's column vectors, -1 past the row
+  int cols[E];
+#pragma unroll
+  for (int j = 0; j < E; ++j)
+    cols[j] = active && j < shape.cols && tc + j * per_row < row_vectors ? tc + j * per_row : -1;
+  const std::int64_t lane_stride = std::int64_t(lanes) * row_vectors;  // vectors between a thread's rows
+  const T* x = static_cast<const T*>(p.x);
+  T* y = static_cast<T*>(p.y);
+  // item -> its sample's first vector, first row and row count
+  auto locate = [&](int item, std::int64_t& base, int& r0, int& rows) {
+    const int n = int(p.slices_div.div(std::uint32_t(item)));
+    r0 = (item - n * parts) * part_rows;
+    rows = hw - r0 < part_rows ? hw - r0 : part_rows;
+    base = std::int64_t(n) * hw * row_vectors;
+  };
+  // this thread's rows of an item: r0 + lane + m * lanes, m < mine
+  auto mine_of = [&](int rows) { return active && rows > lane ? (rows - lane + lanes - 1) / lanes : 0; };
+
+  {
+    // gamma and beta, staged for phase 3 now: their loads are off its critical path
+    const Gm* gamma = static_cast<const Gm*>(p.gamma);
+    const Gm* beta = static_cast<const Gm*>(p.beta);
+    for (int ch = t; ch < c; ch += B) {
+      affine[ch] = gamma ? to_float(gamma[ch]) : 1.f;
+      affine[c + ch] = beta ? to_float(beta[ch]) : 0.f;
+    }
+  }
+
+  // Phase 1: per-channel shifted sums of each item.
+  for (int item = blockIdx.x; item < items; item += gridDim.x) {
+    std::int64_t base;
+    int r0, rows;
+    locate(item, base, r0, rows);
+    const VecT* xs = reinterpret_cast<const VecT*>(x) + base;
+    float k[E][V], s1[E][V], s2[E][V];
+#pragma unroll
+    for (int j = 0; j < E; ++j) {
+      if (cols[j] >= 0) widen(xs[cols[j]], k[j]);
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        if (cols[j] < 0) k[j][i] = 0.f;
+        s1[j][i] = 0.f, s2[j][i] = 0.f;
+      }
+    }
+    const int mine = mine_of(rows);
+    const VecT* src = xs + std::int64_t(r0 + lane) * row_vectors;
+    // U rows a step and no more: ptxas would unroll the loop further and spill
+#pragma unroll 1
+    for (int m = 0; m < mine; m += U, src += U * lane_stride) {
+      VecT raw[U][E];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int j = 0; j < E; ++j)
+          if (cols[j] >= 0 && m + u < mine) raw[u][j] = src[u * lane_stride + cols[j]];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int j = 0; j < E; ++j) {
+          if (cols[j] >= 0 && m + u < mine) {
+            float v[V];
+            widen(raw[u][j], v);
+#pragma unroll
+            for (int i = 0; i < V; ++i) {
+              const float d = v[i] - k[j][i];
+              s1[j][i] += d;
+              s2[j][i] = fmaf(d, d, s2[j][i]);
+            }
+          }
+        }
+    }
+    __syncthreads();  // the previous item's lanes were read
+#pragma unroll
+    for (int j = 0; j < E; ++j)
+      if (cols[j] >= 0)
+#pragma unroll
+        for (int i = 0; i < V; ++i) {
+          red[lane * c + cols[j] * V + i] = s1[j][i];
+          red[(lanes + lane) * c + cols[j] * V + i] = s2[j][i];
+          if (lane == 0) shift_k[cols[j] * V + i] = k[j][i];
+        }
+    __syncthreads();
+    // the item's per-channel mean and M2 (over its rows), in place of lane 0's sums
+    const float inv_rows = 1.f / float(rows);
+    for (int ch = t; ch < c; ch += B) {
+      float a = 0.f, b = 0.f;
+      for (int l = 0; l < lanes; ++l) a += red[l * c + ch], b += red[(lanes + l) * c + ch];
+      const float d = a * inv_rows;
+      red[ch] = shift_k[ch] + d;
+      red[lanes * c + ch] = fmaxf(b - a * d, 0.f);
+    }
+    __syncthreads();
+    // then the item's per-group mean and M2: its channels' (all of `rows` values) merged, a
+    // wavefront per group, lanes over the channels
+    float2* out = reinterpret_cast<float2*>(p.partials) + std::int64_t(item) * groups;
+    for (int g = t / kWarpSize; g < groups; g += B / kWarpSize) {
+      const float* mean_c = red + g * cpg;
+      const float* m2_c = red + lanes * c + g * cpg;
+      float s = 0.f;
+      for (int i = t % kWarpSize; i < cpg; i += kWarpSize) s += mean_c[i];
+      const float mean = warp_sum(s) / float(cpg);
+      float q = 0.f;
+      for (int i = t % kWarpSize; i < cpg; i += kWarpSize) q += m2_c[i] + float(rows) * (mean_c[i] - mean) * (mean_c[i] - mean);
+      q = warp_sum(q);
+      if (t % kWarpSize == 0) out[g] = make_float2(mean, q);
+    }
+  }
+  grid_barrier(p.counters, 0);
+
+  // Phase 2: a wavefront per group merges its parts' (count, mean, M2): lanes stride over the
+  // parts, then a fixed shuffle tree, so every run gives the same bits.
+  {
+    const int lane_id = t % kWarpSize;
+    const int warps = B / kWarpSize, wave = int(blockIdx.x) * warps + t / kWarpSize;
+    for (int gi = wave; gi < p.num_groups; gi += int(gridDim.x) * warps) {
+      const int n = int(p.groups_div.div(std::uint32_t(gi)));
+      const float* w = p.partials + (std::int64_t(n) * parts * groups + (gi - n * groups)) * 2;
+      // four partials a lane in flight before any is merged: the loop is a chain of L2
+      // latencies otherwise, with every other workgroup waiting at the next barrier
+      constexpr int kBatch = 4;
+      Stats st{0.f, 0.f, 0.f};
+      for (int q0 = lane_id; q0 < parts; q0 += kBatch * kWarpSize) {
+        float mean[kBatch], m2[kBatch];
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+          const int q = q0 + b * kWarpSize;
+          mean[b] = q < parts ? load_shared_partial(w + std::int64_t(q) * groups * 2) : 0.f;
+          m2[b] = q < parts ? load_shared_partial(w + std::int64_t(q) * groups * 2 + 1) : 0.f;
+        }
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+          const int q = q0 + b * kWarpSize;
+          if (q < parts) {
+            const int rows = hw - q * part_rows < part_rows ? hw - q * part_rows : part_rows;
+            st = merge(st, Stats{float(rows) * float(cpg), mean[b], m2[b]});
+          }
+        }
+      }
+      st = warp_merge(st);
+      if (lane_id == 0) {
+        const float rstd = rsqrtf(st.m2 / st.n + p.eps);
+        p.group_stats[2 * gi] = st.mean;
+        p.group_stats[2 * gi + 1] = rstd;
+        save_stats(p, gi, st.mean, rstd);
+      }
+    }
+  }
+  grid_barrier(p.counters, 1);
+
+  // Phase 3: y, items and rows in reverse.
+  const int first = int(blockIdx.x), step = int(gridDim.x);
+  for (int item = first + (items - 1 - first) / step * step; item >= 0; item -= step) {
+    std::int64_t base;
+    int r0, rows;
+    locate(item, base, r0, rows);
+    const int mine = mine_of(rows);
+    const std::int64_t first_vector = base + std::int64_t(r0 + lane) * row_vectors;
+    const VecT* src = reinterpret_cast<const VecT*>(x) + first_vector;
+    VecT* dst = reinterpret_cast<VecT*>(y) + first_vector;
+    // rows m, m - 1, ... m - U + 1 of this thread (those >= 0)
+    auto load_rows = [&](VecT (&raw)[U][E], int m) {
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int j = 0; j < E; ++j)
+          if (cols[j] >= 0 && m - u >= 0) raw[u][j] = src[(m - u) * lane_stride + cols[j]];
+    };
+
+    // the item's per-channel scale and shift, once in shared memory: a thread per channel
+    // reads its group's statistics with plain loads (cached: the barrier's acquire emptied
+    // this unit's L1, and nothing writes them any more), where every thread reading its own
+    // channels' through L2 made a few lines the target of every workgroup's loads
+    const int gbase = int(p.slices_div.div(std::uint32_t(item))) * groups;
+    __syncthreads();  // the previous item's scale and shift were read
+    for (int ch = t; ch < c; ch += B) {
+      const int gi = gbase + int(p.cpg_div.div(std::uint32_t(ch)));
+      const float mean = p.group_stats[2 * gi], rstd = p.group_stats[2 * gi + 1];
+      const float scale = affine[ch] * rstd;
+      red[ch] = scale;
+      red[c + ch] = affine[c + ch] - mean * scale;
+    }
+    __syncthreads();
+    float sc[E][V], sh[E][V];
+#pragma unroll
+    for (int j = 0; j < E; ++j)
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        sc[j][i] = cols[j] >= 0 ? red[cols[j] * V + i] : 0.f;
+        sh[j][i] = cols[j] >= 0 ? red[c + cols[j] * V + i] : 0.f;
+      }
+#pragma unroll 1
+    for (int m = mine - 1; m >= 0; m -= U) {
+      VecT raw[U][E];
+      load_rows(raw, m);
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int j = 0; j < E; ++j) {
+          if (cols[j] >= 0 && m - u >= 0) {
+            float v[V];
+            widen(raw[u][j], v);
+#pragma unroll
+            for (int i = 0; i < V; ++i) v[i] = activate<Traits::kActivation>(fmaf(v[i], sc[j][i], sh[j][i]), p.swish_beta);
+            dst[(m - u) * lane_stride + cols[j]] = narrow<T, V>(v);
+          }
+        }
+    }
+  }
+}
+
+template <typename Traits>
+struct StreamFwdLauncher {
+  static hipError_t launch(const Params& p, hipStream_t stream) {
+    const StreamShape shape = stream_cl_shape(p.channels, Traits::kVectorSize, Traits::kBlockSize);
+    const std::size_t smem = std::size_t(stream_cl_smem_floats(p.channels, shape.lanes)) * sizeof(float);
+    // two grid barriers, a counter and a flag each, each in its own 128-byte line
+    return launch_persistent(&fwd_stream_cl_kernel<Traits>, p, Traits::kBlockSize, smem, true, kStreamCounterWords,
+                             stream, true);
+  }
+};
+
+}  // namespace hipgn::kernels
