@@ -144,10 +144,11 @@ int main(int argc, char** argv) {
 
   std::printf("problem:   %s (%lld elements, %lld groups of %lld)\n", p.to_string().c_str(), (long long)p.elements(),
               (long long)p.num_groups(), (long long)p.group_elements());
+  const DeviceInfo& dev = handle->device();
   if (gpu)
-    std::printf("device:    %s (%s), %d compute units, %lld MB L2\n", handle->device().name.c_str(),
-                handle->device().arch.c_str(), handle->device().compute_units,
-                (long long)(handle->device().l2_bytes >> 20));
+    std::printf("device:    %s (%s), %d compute units, %lld MB L2, %lld KB shared memory a workgroup; rules: %s's\n",
+                dev.name.c_str(), dev.arch.c_str(), dev.cus(), (long long)(dev.l2() >> 20),
+                (long long)(dev.shared_per_block() >> 10), std::string(dev.target().rules).c_str());
   else  // the rules compare group counts with compute units: say which count they used
     std::printf("device:    none (%s); the heuristic assumes %d compute units, the %s's\n", created.message.c_str(),
                 kAssumedTarget.compute_units, std::string(kAssumedTarget.arch).c_str());
