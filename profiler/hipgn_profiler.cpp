@@ -101,7 +101,8 @@ int select_instances(const Dispatcher& handle, const Options& o, Selection* s) {
 }
 
 // --tune: after the table, the fastest verified instance becomes the problem's entry in the
-// tuning database (--tuning-db or HIPGN_TUNING_DB; options.cpp parses both).
+// tuning database (--tuning-db or HIPGN_TUNING_DB; options.cpp parses both), under this
+// device's target (architecture and compute units).
 // Records the fastest verified row; returns the exit status (0: recorded).
 int record_tuning(Dispatcher& handle, const Problem& p, const std::vector<Row>& rows, const std::string& path) {
   const Row* best = nullptr;
@@ -117,8 +118,8 @@ int record_tuning(Dispatcher& handle, const Problem& p, const std::vector<Row>& 
     std::fprintf(stderr, "hipgn_profiler: --tune: %s\n", s.message.c_str());
     return 1;
   }
-  std::printf("tuned: %s -> %s (%.2f us) on %s, saved to %s\n", p.to_string().c_str(), best->name.c_str(), best->us,
-              handle.device().name.c_str(), path.c_str());
+  std::printf("tuned: %s -> %s (%.2f us) on %s (%s), saved to %s\n", p.to_string().c_str(), best->name.c_str(),
+              best->us, handle.device().key().to_string().c_str(), handle.device().name.c_str(), path.c_str());
   return 0;
 }
 

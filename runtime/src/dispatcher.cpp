@@ -139,7 +139,7 @@ const Instance* Dispatcher::choose(const Problem& p, const Tensors* tensors, Sta
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!tuned_.empty()) {
-      const auto it = tuned_.find(TuningKey::of(p, info_.name));
+      const auto it = tuned_.find(TuningKey::of(p, info_.key()));
       // a tuned instance that cannot take these tensors (misaligned, say) falls through
       if (it != tuned_.end() && it->second->supports(p, tensors, nullptr, info_.cus())) return it->second;
     }
@@ -265,9 +265,9 @@ Status Dispatcher::set_tuned(const Problem& p, const std::string& instance, doub
   std::string why;
   if (!inst->supports(p, nullptr, &why, info_.cus()))
     return Status::error(StatusCode::not_supported, instance + " does not support " + p.to_string() + ": " + why);
-  const TuningKey key = TuningKey::of(p, info_.name);
+  const TuningKey key = TuningKey::of(p, info_.key());
   std::lock_guard<std::mutex> lock(mutex_);
-  db_.set(key, {instance, us});
+  db_.set(key, {instance, us, info_.name});
   tuned_[key] = inst;
   recorded_.insert(key);
   return Status::success();
@@ -308,6 +308,7 @@ Status Dispatcher::save_tuning_db(const std::string& path_in) const {
     warn_once("tuning database " + path + " is malformed (" + s.message + "); it is replaced");
     merged = TuningDb{};
   }
+  for (const std::string& w : warnings) warn_once("tuning database " + path + ": " + w);  // what saving drops
   std::lock_guard<std::mutex> lock(mutex_);
   for (const TuningKey& key : recorded_) merged.set(key, *db_.find(key));
   return merged.save(path);

@@ -11,6 +11,20 @@
 
 namespace hipgn {
 
+// Which part a device is, for what is measured per part (tuned winners): its architecture and
+// its compute units. One architecture comes in parts of several counts (an H100 PCIe has 114
+// SMs, an SXM 132), and the count moves what wins: split against one workgroup a group, how
+// many workgroups a resident grid holds.
+struct TargetKey {
+  std::string arch;
+  int compute_units = 0;
+  std::string to_string() const { return arch + " x" + std::to_string(compute_units); }  // sm_90 x132
+  bool operator<(const TargetKey& o) const {
+    return arch != o.arch ? arch < o.arch : compute_units < o.compute_units;
+  }
+  bool operator==(const TargetKey& o) const { return arch == o.arch && compute_units == o.compute_units; }
+};
+
 // The device the rules weigh: its own counts where there is one (Dispatcher::create), else
 // those of its target, or of the assumed target (hipgn/targets.hpp, from codegen/vocabulary.py).
 struct DeviceInfo {
@@ -27,6 +41,8 @@ struct DeviceInfo {
     const Target* t = find_target(arch);
     return t ? *t : kAssumedTarget;
   }
+  // What tuned winners are recorded under: as the device reports itself, never the assumed part.
+  TargetKey key() const { return {arch, compute_units}; }
   // The counts thresholds weigh: the device's own where it reported one (a runtime may report
   // 0: HIP 5's L2), else its target's.
   int cus() const { return own_or(compute_units, target().compute_units); }
