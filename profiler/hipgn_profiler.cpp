@@ -101,7 +101,8 @@ int select_instances(const Dispatcher& handle, const Options& o, Selection* s) {
 }
 
 // --tune: after the table, the fastest verified instance becomes the problem's entry in the
-// tuning database (--tuning-db or HIPGN_TUNING_DB; options.cpp parses both).
+// tuning database (--tuning-db or HIPGN_TUNING_DB; options.cpp parses both), under this
+// device's target (architecture and compute units).
 // Records the fastest verified row; returns the exit status (0: recorded).
 int record_tuning(Dispatcher& handle, const Problem& p, const std::vector<Row>& rows, const std::string& path) {
   const Row* best = nullptr;
@@ -117,8 +118,8 @@ int record_tuning(Dispatcher& handle, const Problem& p, const std::vector<Row>& 
     std::fprintf(stderr, "hipgn_profiler: --tune: %s\n", s.message.c_str());
     return 1;
   }
-  std::printf("tuned: %s -> %s (%.2f us) on %s, saved to %s\n", p.to_string().c_str(), best->name.c_str(), best->us,
-              handle.device().name.c_str(), path.c_str());
+  std::printf("tuned: %s -> %s (%.2f us) on %s (%s), saved to %s\n", p.to_string().c_str(), best->name.c_str(),
+              best->us, handle.device().key().to_string().c_str(), handle.device().name.c_str(), path.c_str());
   return 0;
 }
 
@@ -144,10 +145,11 @@ int main(int argc, char** argv) {
 
   std::printf("problem:   %s (%lld elements, %lld groups of %lld)\n", p.to_string().c_str(), (long long)p.elements(),
               (long long)p.num_groups(), (long long)p.group_elements());
+  const DeviceInfo& dev = handle->device();
   if (gpu)
-    std::printf("device:    %s (%s), %d compute units, %lld MB L2\n", handle->device().name.c_str(),
-                handle->device().arch.c_str(), handle->device().compute_units,
-                (long long)(handle->device().l2_bytes >> 20));
+    std::printf("device:    %s (%s), %d compute units, %lld MB L2, %lld KB shared memory a workgroup; rules: %s's\n",
+                dev.name.c_str(), dev.arch.c_str(), dev.cus(), (long long)(dev.l2() >> 20),
+                (long long)(dev.shared_per_block() >> 10), std::string(dev.target().rules).c_str());
   else  // the rules compare group counts with compute units: say which count they used
     std::printf("device:    none (%s); the heuristic assumes %d compute units, the %s's\n", created.message.c_str(),
                 kAssumedTarget.compute_units, std::string(kAssumedTarget.arch).c_str());

@@ -182,7 +182,8 @@ int parse_command_line(int argc, const char* const* argv, Options* out) {
              });
   app.add_flag("--list", o.list_only, "list the supporting instances and the heuristic's choice; run nothing");
   app.add_flag("--tune", o.tune,
-               "record the fastest verified instance in the tuning database (--tuning-db or HIPGN_TUNING_DB)");
+               "record the fastest verified instance in the tuning database (--tuning-db or HIPGN_TUNING_DB), "
+               "under this device's architecture and compute units");
   add_strict(app, "--tuning-db", "--tuning-db", "the tuning database file --tune writes (default: $HIPGN_TUNING_DB)",
              "FILE", "", [&o](const std::string& t, std::string* why) {
                if (!check_writable(t, why)) return false;

@@ -2,6 +2,7 @@
 // the rules pick the family they say they pick on the shapes that motivated them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "corpus.hpp"
@@ -11,7 +12,7 @@
 namespace hipgn::test {
 namespace {
 
-const DeviceInfo kH100{"H100 (assumed)", 132, 32};
+const DeviceInfo kH100{"H100 (assumed)", 132, 32, "sm_90"};
 
 TEST(Heuristics, RandomCorpusAlwaysGetsASupportingInstance) {
   std::mt19937_64 rng(test_seed());
@@ -136,14 +137,71 @@ TEST(Heuristics, MisalignedTensorsGetVectorOne) {
 }
 
 TEST(Heuristics, RulesEndWithACatchAll) {
-  for (Op op : {Op::fwd, Op::dx, Op::dgb, Op::bwd}) {
-    const auto& table = rules(op);
-    ASSERT_FALSE(table.empty());
-    EXPECT_EQ(table.back().family, Family::looped);
-    EXPECT_EQ(table.back().min_group_elements, 0);
-    EXPECT_TRUE(std::isinf(table.back().max_groups_per_cu));
-    for (const Rule& r : table) EXPECT_NE(std::string(r.why), "");
+  for (const Target& target : kTargets)
+    for (Op op : {Op::fwd, Op::dx, Op::dgb, Op::bwd}) {
+      const auto& table = rules(op, target);
+      ASSERT_FALSE(table.empty());
+      EXPECT_EQ(table.back().family, Family::looped);
+      EXPECT_EQ(table.back().min_group_elements, 0);
+      EXPECT_TRUE(std::isinf(table.back().max_groups_per_cu));
+      for (const Rule& r : table) EXPECT_NE(std::string(r.why), "");
+    }
+}
+
+// Each target dispatches by the tables its vocabulary row names: sm_90 by its own (measured on
+// an H100), the AMD targets by sm_90's, their declared fallback until an AMD GPU measures them.
+TEST(Heuristics, EachTargetReadsTheTablesItNames) {
+  const std::vector<std::string_view> measured = measured_rule_targets();
+  for (const Target& target : kTargets) {
+    EXPECT_NE(std::find(measured.begin(), measured.end(), target.rules), measured.end())
+        << target.arch << " names rule tables " << target.rules << " that heuristics.cpp lacks";
+    const Target* source = find_target(target.rules);
+    ASSERT_NE(source, nullptr) << target.rules;
+    EXPECT_EQ(source->rules, target.rules) << "tables are named by the target they were measured on";
+    for (Op op : {Op::fwd, Op::bwd}) EXPECT_EQ(&rules(op, target), &rules(op, *source)) << target.arch;
   }
+  EXPECT_EQ(find_target("sm_90")->rules, "sm_90");
+  for (const char* amd : {"gfx90a", "gfx1100"}) EXPECT_EQ(find_target(amd)->rules, "sm_90") << amd;
+  // a device of an architecture hipgn does not know dispatches as the assumed part
+  DeviceInfo other;
+  other.arch = "sm_100";
+  EXPECT_EQ(&rules(Op::fwd, other.target()), &rules(Op::fwd, kAssumedTarget));
+}
+
+// Thresholds in groups per compute unit read the device's own count: 120 groups are fewer than
+// an H100 SXM's 132 SMs (split) but not an H100 PCIe's 114, though both are sm_90.
+TEST(Heuristics, ThresholdsReadTheDevicesOwnComputeUnits) {
+  Problem p = make_problem({4, 960, {16, 16}, 30}, DataType::f16, DataType::f16, Layout::channels_first,
+                           Activation::swish);
+  p.op = Op::bwd;  // 120 groups of 8192 elements, past the backward's on-chip 4096
+  bool split_built = false;
+  for (const Instance* i : Registry::global().bucket(Key::of(p))) split_built |= i->spec().family == Family::split;
+  if (!split_built) GTEST_SKIP() << "no backward split instance in this build";
+  const DeviceInfo pcie{"H100 PCIe", 114, 32, "sm_90"};
+  const Instance* sxm_choice = heuristic_choice(Registry::global(), kH100, p);
+  const Instance* pcie_choice = heuristic_choice(Registry::global(), pcie, p);
+  ASSERT_NE(sxm_choice, nullptr);
+  ASSERT_NE(pcie_choice, nullptr);
+  EXPECT_EQ(sxm_choice->spec().family, Family::split) << sxm_choice->name();
+  EXPECT_NE(pcie_choice->spec().family, Family::split) << pcie_choice->name();
+}
+
+// Without a device's own counts, its target's (codegen/vocabulary.py) serve; without a known
+// target, the assumed part's.
+TEST(Heuristics, CountsComeFromTheDeviceElseItsTarget) {
+  DeviceInfo mi;
+  mi.arch = "gfx90a";
+  EXPECT_EQ(mi.cus(), find_target("gfx90a")->compute_units);
+  EXPECT_EQ(mi.l2(), find_target("gfx90a")->l2_bytes);
+  EXPECT_EQ(mi.shared_per_block(), find_target("gfx90a")->shared_bytes_per_block);
+  EXPECT_EQ(mi.shared_per_cu(), find_target("gfx90a")->shared_bytes_per_cu);
+  mi.compute_units = 110;  // an MI250X GCD reports its own
+  mi.l2_bytes = 0;         // HIP 5 reports no L2: the target's stands in
+  EXPECT_EQ(mi.cus(), 110);
+  EXPECT_EQ(mi.l2(), find_target("gfx90a")->l2_bytes);
+  const DeviceInfo none;
+  EXPECT_EQ(none.cus(), kAssumedTarget.compute_units);
+  EXPECT_EQ(none.shared_per_block(), kAssumedTarget.shared_bytes_per_block);
 }
 
 TEST(Heuristics, BackwardSplitsGroupsTooLargeForChip) {

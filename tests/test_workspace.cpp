@@ -12,7 +12,7 @@
 namespace hipgn::test {
 namespace {
 
-const DeviceInfo kH100{"H100 (assumed)", 132, 32};
+const DeviceInfo kH100{"H100 (assumed)", 132, 32, "sm_90"};
 
 TEST(Workspace, SizeCoversEverySupportingInstance) {
   Dispatcher h(kH100);

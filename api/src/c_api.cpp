@@ -203,6 +203,12 @@ const char* hipgn_device_name(hipgn_handle_t handle) {
   return handle ? handle->handle->device_name().c_str() : "";
 }
 
+const char* hipgn_device_arch(hipgn_handle_t handle) { return handle ? handle->handle->device_arch().c_str() : ""; }
+
+int32_t hipgn_device_compute_units(hipgn_handle_t handle) {
+  return handle ? handle->handle->device_compute_units() : 0;
+}
+
 int32_t hipgn_api_version(void) { return HIPGN_API_VERSION; }
 
 hipgn_status_t hipgn_choose_instance(hipgn_handle_t handle, const hipgn_problem_t* problem, const char** name) {

@@ -41,6 +41,8 @@ Status Handle::instance_for(const Problem& p, std::string* name) const {
 }
 
 const std::string& Handle::device_name() const { return dispatcher_->device().name; }
+const std::string& Handle::device_arch() const { return dispatcher_->device().arch; }
+int Handle::device_compute_units() const { return dispatcher_->device().compute_units; }
 
 Status Handle::set_tuned(const Problem& p, const std::string& instance, double us) {
   return dispatcher_->set_tuned(p, instance, us);

@@ -107,8 +107,19 @@ class Targets(unittest.TestCase):
             self.assertIn(t.platform, v.PLATFORMS)
             self.assertIn(t.wavefront, (32, 64))
             self.assertGreater(t.compute_units * t.l2_bytes, 0)
+            self.assertGreater(t.shared_bytes_per_cu, 0)
+            self.assertLessEqual(t.shared_bytes_per_block, t.shared_bytes_per_cu)
         for platform in v.PLATFORMS:
             self.assertTrue(v.default_targets(platform), platform)
+
+
+    def test_rule_tables_are_named_by_a_measured_target(self):
+        # a target's rules are its own arch's (measured there) or a measured target's (its
+        # fallback); the C++ test Heuristics.EachTargetReadsTheTablesItNames checks the tables exist
+        by_arch = {t.arch: t for t in v.TARGETS}
+        for t in v.TARGETS:
+            self.assertIn(t.rules, by_arch, t.arch)
+            self.assertEqual(by_arch[t.rules].rules, t.rules, t.arch)
 
 
 class Families(unittest.TestCase):

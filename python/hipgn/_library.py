@@ -7,10 +7,11 @@ import glob
 import json
 import os
 import threading
+import warnings
 from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 # hipgn.h's HIPGN_API_VERSION that these bindings mirror; a library of another version is refused.
-API_VERSION = 2
+API_VERSION = 3
 MAX_SPATIAL_RANK = 8  # HIPGN_MAX_SPATIAL_RANK
 
 # The C enums, by the short names instance names use (runtime/src/types.cpp spells the same).
@@ -74,7 +75,8 @@ def make_problem(op: str, n: int, c: int, spatial: Sequence[int], groups: int, x
 
 class ProblemKey(NamedTuple):
     """What the tuning database files a winner under (runtime's TuningKey): the problem's
-    structure and the device's name; eps and the Swish slope change no instance's speed."""
+    structure and the target it was timed on (architecture and compute units, as a Handle's
+    arch and compute_units); eps and the Swish slope change no instance's speed."""
     op: str
     n: int
     c: int
@@ -84,16 +86,17 @@ class ProblemKey(NamedTuple):
     gamma_dtype: str
     layout: str
     act: str
-    device: str
+    arch: str
+    compute_units: int
 
     @classmethod
-    def of(cls, problem: Problem, device: str) -> "ProblemKey":
+    def of(cls, problem: Problem, arch: str, compute_units: int) -> "ProblemKey":
         name = {table_value: key for key, table_value in OPS.items()}
         dtype = {v: k for k, v in DTYPES.items()}
         return cls(name[problem.op], problem.n, problem.c, tuple(problem.spatial[:problem.spatial_rank]),
                    problem.groups, dtype[problem.x_dtype], dtype[problem.gamma_dtype],
                    {v: k for k, v in LAYOUTS.items()}[problem.layout],
-                   {v: k for k, v in ACTIVATIONS.items()}[problem.act], device)
+                   {v: k for k, v in ACTIVATIONS.items()}[problem.act], arch, compute_units)
 
     def problem(self, eps: float = 1e-5, swish_beta: float = 1.0) -> Problem:
         return make_problem(self.op, self.n, self.c, self.spatial, self.groups, self.x_dtype, self.gamma_dtype,
@@ -102,24 +105,29 @@ class ProblemKey(NamedTuple):
     def __str__(self) -> str:
         s = "x".join(map(str, self.spatial)) or "1"
         return (f"{self.op} n{self.n} c{self.c} s{s} g{self.groups} {self.x_dtype}/{self.gamma_dtype} "
-                f"{self.layout} {self.act} on {self.device}")
+                f"{self.layout} {self.act} on {self.arch} x{self.compute_units}")
 
 
 def read_tuning_db(path: str) -> Dict[ProblemKey, Tuple[str, float]]:
     """A tuning database file's entries, {key: (instance, us)}, for inspection. The library reads
     the file itself (HIPGN_TUNING_DB); this reader skips what it cannot read, as the library does,
-    and raises ValueError only where the library would skip the whole file."""
+    and raises ValueError only where the library would skip the whole file. A version 1 file (keyed
+    by the device's display name) reads as empty with a warning, as the library ignores it."""
     if not os.path.exists(path):
         return {}
     with open(path, encoding="utf-8") as f:
         doc = json.load(f)
-    if not isinstance(doc, dict) or doc.get("format") != "hipgn-tuning-db" or doc.get("version") != 1:
-        raise ValueError(f"{path} is not a version 1 hipgn tuning database")
+    if not isinstance(doc, dict) or doc.get("format") != "hipgn-tuning-db" or doc.get("version") not in (1, 2):
+        raise ValueError(f"{path} is not a version 2 hipgn tuning database")
+    if doc["version"] == 1:
+        warnings.warn(f"{path} is a version 1 tuning database, keyed by device name: hipgn ignores its entries; "
+                      "re-tune them (hipgn.torch.tune, hipgn_profiler --tune)")
+        return {}
     entries = {}
     for e in doc.get("entries", []):
         try:
             key = ProblemKey(e["op"], e["n"], e["c"], tuple(e["spatial"]), e["groups"], e["x_dtype"],
-                             e["gamma_dtype"], e["layout"], e["act"], e["device"])
+                             e["gamma_dtype"], e["layout"], e["act"], e["arch"], e["compute_units"])
             entries[key] = (e["instance"], float(e.get("us", 0)))
         except (KeyError, TypeError, ValueError):
             continue
@@ -191,6 +199,8 @@ class Library:
             "hipgn_tuning_db_load": ([P, S], ctypes.c_int),
             "hipgn_tuning_db_save": ([P, S], ctypes.c_int),
             "hipgn_device_name": ([P], S),
+            "hipgn_device_arch": ([P], S),
+            "hipgn_device_compute_units": ([P], ctypes.c_int32),
             "hipgn_instance_count": ([], I64),
             "hipgn_instance_name": ([I64], S),
         }
@@ -231,7 +241,10 @@ class Handle:
         if status not in (0, STATUS_NO_DEVICE):
             raise library.error(status)
         self.has_device = status == 0
-        self.device_name = library.cdll.hipgn_device_name(self.ptr).decode()
+        self.device_name = library.cdll.hipgn_device_name(self.ptr).decode()  # shown, not a key
+        # the target tuning database entries are keyed by (ProblemKey.of)
+        self.arch = library.cdll.hipgn_device_arch(self.ptr).decode()
+        self.compute_units = library.cdll.hipgn_device_compute_units(self.ptr)
 
     def __del__(self):
         ptr, self.ptr = getattr(self, "ptr", None), None

@@ -111,6 +111,14 @@ Status Dispatcher::create(std::unique_ptr<Dispatcher>* out) {
 #else
   info.arch = "sm_" + std::to_string(prop.major * 10 + prop.minor);
 #endif
+#if defined(HIPGN_PLATFORM_AMD) || defined(HIPGN_NVIDIA_SYSTEM_HIP)
+  // HIP 5.2's properties have no opt-in limit; on AMD a workgroup may take all of a CU's LDS
+  info.shared_bytes_per_block = std::int64_t(prop.sharedMemPerBlock);
+  info.shared_bytes_per_cu = std::int64_t(prop.maxSharedMemoryPerMultiProcessor);
+#else
+  info.shared_bytes_per_block = std::int64_t(prop.sharedMemPerBlockOptin);  // what a kernel may opt into
+  info.shared_bytes_per_cu = std::int64_t(prop.sharedMemPerMultiprocessor);
+#endif
   out->reset(new Dispatcher(info, true));
   (*out)->read_env_tuning_db();
   return Status::success();
@@ -131,13 +139,13 @@ const Instance* Dispatcher::choose(const Problem& p, const Tensors* tensors, Sta
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!tuned_.empty()) {
-      const auto it = tuned_.find(TuningKey::of(p, info_.name));
+      const auto it = tuned_.find(TuningKey::of(p, info_.key()));
       // a tuned instance that cannot take these tensors (misaligned, say) falls through
-      if (it != tuned_.end() && it->second->supports(p, tensors, nullptr, info_.compute_units)) return it->second;
+      if (it != tuned_.end() && it->second->supports(p, tensors, nullptr, info_.cus())) return it->second;
     }
   }
   const Instance* inst = heuristic_choice(registry(), info_, p, tensors);
-  if (!inst && why) *why = no_instance_status(registry(), p, tensors, info_.compute_units);
+  if (!inst && why) *why = no_instance_status(registry(), p, tensors, info_.cus());
   return inst;
 }
 
@@ -155,7 +163,7 @@ const Instance* Dispatcher::named(const Problem& p, const std::string& name, con
                                                   "or HIPGN_INSTANCE_FILTER); the build's manifest.json lists those it did");
   }
   std::string reason;
-  if (!inst->supports(p, tensors, &reason, info_.compute_units))
+  if (!inst->supports(p, tensors, &reason, info_.cus()))
     return fail(StatusCode::not_supported, name + " does not support " + p.to_string() + ": " + reason);
   return inst;
 }
@@ -167,7 +175,7 @@ Status Dispatcher::workspace_size(const Problem& p, const std::string& instance,
     const Instance* inst = registry().find(instance);
     if (!inst) return Status::error(StatusCode::unknown_instance, "no instance named " + instance + " in this build");
     std::string why;
-    if (!inst->supports(p, nullptr, &why, info_.compute_units))
+    if (!inst->supports(p, nullptr, &why, info_.cus()))
       return Status::error(StatusCode::not_supported, instance + " does not support " + p.to_string() + ": " + why);
     *bytes = inst->workspace_bytes(p, info_.compute_units);
     return Status::success();
@@ -178,7 +186,7 @@ Status Dispatcher::workspace_size(const Problem& p, const std::string& instance,
   // 8 bytes per group of each of a few items a compute unit).
   bool any = false;
   for (const Instance* inst : registry().bucket(Key::of(p)))
-    if (inst->supports(p, nullptr, nullptr, info_.compute_units)) {
+    if (inst->supports(p, nullptr, nullptr, info_.cus())) {
       any = true;
       *bytes = std::max(*bytes, inst->workspace_bytes(p, info_.compute_units));
     }
@@ -256,11 +264,11 @@ Status Dispatcher::set_tuned(const Problem& p, const std::string& instance, doub
   const Instance* inst = registry().find(instance);
   if (!inst) return Status::error(StatusCode::unknown_instance, "no instance named " + instance + " in this build");
   std::string why;
-  if (!inst->supports(p, nullptr, &why, info_.compute_units))
+  if (!inst->supports(p, nullptr, &why, info_.cus()))
     return Status::error(StatusCode::not_supported, instance + " does not support " + p.to_string() + ": " + why);
-  const TuningKey key = TuningKey::of(p, info_.name);
+  const TuningKey key = TuningKey::of(p, info_.key());
   std::lock_guard<std::mutex> lock(mutex_);
-  db_.set(key, {instance, us});
+  db_.set(key, {instance, us, info_.name});
   tuned_[key] = inst;
   recorded_.insert(key);
   return Status::success();
@@ -301,6 +309,7 @@ Status Dispatcher::save_tuning_db(const std::string& path_in) const {
     warn_once("tuning database " + path + " is malformed (" + s.message + "); it is replaced");
     merged = TuningDb{};
   }
+  for (const std::string& w : warnings) warn_once("tuning database " + path + ": " + w);  // what saving drops
   std::lock_guard<std::mutex> lock(mutex_);
   for (const TuningKey& key : recorded_) merged.set(key, *db_.find(key));
   return merged.save(path);

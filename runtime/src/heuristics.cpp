@@ -8,9 +8,22 @@
 
 namespace hipgn {
 
-const std::vector<Rule>& rules(Op op) {
-  constexpr double kAny = std::numeric_limits<double>::infinity();
-  static const std::vector<Rule> forward = {
+namespace {
+
+// A target's rule tables: one list per op kind. Thresholds in groups per compute unit scale with
+// the device's own count (DeviceInfo::cus()); the others are the measured part's.
+struct RuleTables {
+  std::string_view measured_on;  // the arch the measurements behind the thresholds ran on
+  std::vector<Rule> forward;     // fwd
+  std::vector<Rule> backward;    // dx, dgb, bwd
+};
+
+constexpr double kAny = std::numeric_limits<double>::infinity();
+
+// Measured on an H100 SXM (sm_90, 132 SMs); the targets that have no measurements of their own
+// read these too, as codegen/vocabulary.py declares (Target.rules).
+RuleTables sm_90() {
+  std::vector<Rule> forward = {
       // Channels-last groups of up to 16K elements: one workgroup per group, which holds it in
       // registers, beats the resident family's per-sample exchange. Measured on an H100, fp16
       // SiLU, L2-cold (bench/NOTES.md, "resident, first measurements"): SD 16x16 C=1280
@@ -37,7 +50,7 @@ const std::vector<Rule>& rules(Op op) {
       // Anything else loops over the group, reading x twice.
       {Family::looped, kAny, 0, "the group loops: x read twice"},
   };
-  static const std::vector<Rule> backward = {
+  std::vector<Rule> backward = {
       // Channels-last, measured on an H100, fp16 SiLU, L2-cold (bench/NOTES.md, "Resident
       // backward"; bench/results/resident_bwd_cl/). Few groups of at most 4096 elements: a
       // workgroup per group holding it (det_13x21x256 onchip 9.9 us, resident 16.4;
@@ -61,7 +74,28 @@ const std::vector<Rule>& rules(Op op) {
       {Family::onchip, kAny, 0, "the group fits on chip: x and dy read once"},
       {Family::looped, kAny, 0, "the group loops: x and dy read twice"},
   };
-  return describe(op).backward ? backward : forward;
+  return {"sm_90", std::move(forward), std::move(backward)};
+}
+
+// Every measured set; a target names one by its arch (Target::rules).
+const std::vector<RuleTables>& measured() {
+  static const std::vector<RuleTables> all = {sm_90()};
+  return all;
+}
+
+}  // namespace
+
+std::vector<std::string_view> measured_rule_targets() {
+  std::vector<std::string_view> arches;
+  for (const RuleTables& t : measured()) arches.push_back(t.measured_on);
+  return arches;
+}
+
+const std::vector<Rule>& rules(Op op, const Target& target) {
+  const RuleTables* tables = &measured().front();  // unreachable fallback: a test checks every name
+  for (const RuleTables& t : measured())
+    if (t.measured_on == target.rules) tables = &t;
+  return describe(op).backward ? tables->backward : tables->forward;
 }
 
 namespace {
@@ -126,9 +160,9 @@ bool better(const Instance& a, const Instance& b, const Problem& p, int cus) {
 const Instance* heuristic_choice(const Registry& reg, const DeviceInfo& dev, const Problem& p,
                                  const Tensors* tensors, std::string* rule_why) {
   const auto& bucket = reg.bucket(Key::of(p));
-  const int cus = dev.compute_units > 0 ? dev.compute_units : DeviceInfo::kAssumedComputeUnits;
+  const int cus = dev.cus();
   const double groups_per_cu = double(p.num_groups()) / cus;
-  for (const Rule& rule : rules(p.op)) {
+  for (const Rule& rule : rules(p.op, dev.target())) {
     if (groups_per_cu >= rule.max_groups_per_cu || groups_per_cu < rule.min_groups_per_cu ||
         p.group_elements() < rule.min_group_elements || p.group_elements() > rule.max_group_elements ||
         p.c > rule.max_channels || !(rule.layouts & (1 << int(p.layout))))

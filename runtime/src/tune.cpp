@@ -65,7 +65,7 @@ Status Dispatcher::tune(const Problem& p, hipStream_t stream, TuneResult* out, c
   std::vector<const Instance*> candidates;
   std::size_t ws_bytes = 0;
   for (const Instance* inst : registry().bucket(Key::of(p)))
-    if (inst->supports(p, nullptr, nullptr, info_.compute_units)) {
+    if (inst->supports(p, nullptr, nullptr, info_.cus())) {
       candidates.push_back(inst);
       ws_bytes = std::max(ws_bytes, inst->workspace_bytes(p, info_.compute_units));
     }

@@ -21,7 +21,7 @@ namespace hipgn {
 
 using json = nlohmann::ordered_json;  // keeps the fields in the order written: readable files
 
-TuningKey TuningKey::of(const Problem& p, const std::string& device) {
+TuningKey TuningKey::of(const Problem& p, const TargetKey& target) {
   TuningKey k;
   k.op = p.op;
   k.n = p.n;
@@ -32,7 +32,7 @@ TuningKey TuningKey::of(const Problem& p, const std::string& device) {
   k.gamma_dtype = p.gamma_dtype;
   k.layout = p.layout;
   k.act = p.act;
-  k.device = device;
+  k.target = target;
   return k;
 }
 
@@ -56,13 +56,13 @@ std::string TuningKey::to_string() const {
   for (std::size_t i = 0; i < spatial.size(); ++i) o << (i ? "x" : "") << spatial[i];
   if (spatial.empty()) o << "1";
   o << " g" << groups << " " << hipgn::to_string(x_dtype) << "/" << hipgn::to_string(gamma_dtype) << " "
-    << hipgn::to_string(layout) << " " << hipgn::to_string(act) << " on " << device;
+    << hipgn::to_string(layout) << " " << hipgn::to_string(act) << " on " << target.to_string();
   return o.str();
 }
 
 namespace {
 auto tie(const TuningKey& k) {
-  return std::tie(k.device, k.op, k.x_dtype, k.gamma_dtype, k.layout, k.act, k.n, k.c, k.groups, k.spatial);
+  return std::tie(k.target, k.op, k.x_dtype, k.gamma_dtype, k.layout, k.act, k.n, k.c, k.groups, k.spatial);
 }
 }  // namespace
 
@@ -95,19 +95,35 @@ bool read_entry(const json& e, TuningKey* key, TuningDb::Entry* entry, std::stri
     *out = v->get<std::string>();
     return true;
   };
-  auto count = [&](const json* v, const std::string& name, std::int64_t* out) {
-    if (!v || !v->is_number_integer() || v->get<std::int64_t>() < 1) {
-      *why = "field \"" + name + "\" is missing or not an integer >= 1";
+  auto count = [&](const json* v, const std::string& name, std::int64_t* out, std::int64_t least = 1) {
+    if (!v || !v->is_number_integer() || v->get<std::int64_t>() < least) {
+      *why = "field \"" + name + "\" is missing or not an integer >= " + std::to_string(least);
       return false;
     }
     *out = v->get<std::int64_t>();
     return true;
   };
   std::string op, x_dtype, gamma_dtype, layout, act;
-  if (!text("op", &op) || !text("x_dtype", &x_dtype) || !text("gamma_dtype", &gamma_dtype) ||
-      !text("layout", &layout) || !text("act", &act) || !text("device", &key->device) ||
+  if (!text("arch", &key->target.arch) || !text("op", &op) || !text("x_dtype", &x_dtype) ||
+      !text("gamma_dtype", &gamma_dtype) || !text("layout", &layout) || !text("act", &act) ||
       !text("instance", &entry->instance))
     return false;
+  if (key->target.arch.empty()) {
+    *why = "field \"arch\" is empty";
+    return false;
+  }
+  // 0: recorded by a handle without a device (DeviceInfo's "none", 0)
+  std::int64_t cus = 0;
+  if (!count(field("compute_units"), "compute_units", &cus, 0)) return false;
+  key->target.compute_units = int(cus);
+  entry->device.clear();
+  if (const json* device = field("device")) {  // informative: may be absent
+    if (!device->is_string()) {
+      *why = "field \"device\" is not a string";
+      return false;
+    }
+    entry->device = device->get<std::string>();
+  }
   auto named = [&](const char* name, const std::string& value, auto& out) {
     if (hipgn::parse(value, out)) return true;
     *why = std::string("field \"") + name + "\" has an unknown value \"" + value + "\"";
@@ -157,11 +173,28 @@ Status TuningDb::parse(const std::string& text, std::vector<std::string>* warnin
   if (format == doc.end() || !format->is_string() || format->get<std::string>() != kFormat)
     return bad(std::string("not a hipgn tuning database: \"format\" is not \"") + kFormat + "\"");
   const auto version = doc.find("version");
-  if (version == doc.end() || !version->is_number_integer() || version->get<std::int64_t>() != kVersion)
+  const bool by_name = version != doc.end() && version->is_number_integer() && *version == kVersionByName;
+  if (!by_name &&
+      (version == doc.end() || !version->is_number_integer() || version->get<std::int64_t>() != kVersion))
     return bad("tuning database version " + (version == doc.end() ? std::string("missing") : version->dump()) +
                ": this build reads version " + std::to_string(kVersion));
   const auto list = doc.find("entries");
   if (list == doc.end() || !list->is_array()) return bad("\"entries\" is missing or not an array");
+  if (by_name) {
+    // Version 1 keyed a winner by the device's display name ("NVIDIA H100 80GB HBM3"), which
+    // names neither the architecture nor the compute units: the same name cannot tell which
+    // target it was timed on, and mapping names to targets would take a hand-kept list of
+    // product names. Its entries are not migrated but ignored, the heuristics deciding until
+    // they are re-tuned; a wrong winner costs more than the rules' choice, and re-timing is
+    // cheap. The document stays readable (not "malformed"), so that the reason is given and
+    // saving replaces it with version 2.
+    if (warnings)
+      warnings->push_back("version " + std::to_string(kVersionByName) + " keys winners by the device's name, not " +
+                          "its target (architecture and compute units): its " + std::to_string(list->size()) +
+                          " entries are ignored, and dropped when this build saves to the file; re-tune them " +
+                          "(hipgn_profiler --tune, Handle::tune, hipgn.torch.tune)");
+    return Status::success();
+  }
   std::map<TuningKey, Entry> read;
   for (std::size_t i = 0; i < list->size(); ++i) {
     TuningKey key;
@@ -198,7 +231,8 @@ std::string TuningDb::dump() const {
   std::string lines;
   for (const auto& [key, entry] : entries_) {
     json e;
-    e["device"] = key.device;
+    e["arch"] = key.target.arch;
+    e["compute_units"] = key.target.compute_units;
     e["op"] = std::string(hipgn::to_string(key.op));
     e["n"] = key.n;
     e["c"] = key.c;
@@ -210,6 +244,7 @@ std::string TuningDb::dump() const {
     e["act"] = std::string(hipgn::to_string(key.act));
     e["instance"] = entry.instance;
     e["us"] = entry.us;
+    if (!entry.device.empty()) e["device"] = entry.device;
     lines += (lines.empty() ? "\n  " : ",\n  ") + e.dump();
   }
   return std::string("{\"format\": \"") + kFormat + "\", \"version\": " + std::to_string(kVersion) +
@@ -252,7 +287,7 @@ const Instance* resolve(const Registry& registry, const TuningKey& key, const Tu
     return nullptr;
   }
   std::string reason;
-  if (!inst->supports(p, nullptr, &reason)) {
+  if (!inst->supports(p, nullptr, &reason, key.target.compute_units)) {  // on the entry's own target
     if (why) *why = key.to_string() + ": " + entry.instance + " does not support it (" + reason + "); ignored";
     return nullptr;
   }

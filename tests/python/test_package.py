@@ -128,13 +128,15 @@ class Problems(unittest.TestCase):
 
     def test_problem_key(self):
         p = hipgn.make_problem("fwd", 2, 320, (64, 64), 32, "f16", "f32", "cl", "swish", 1e-6, 1.7)
-        key = hipgn.ProblemKey.of(p, "dev")
-        self.assertEqual(key, ("fwd", 2, 320, (64, 64), 32, "f16", "f32", "cl", "swish", "dev"))
+        key = hipgn.ProblemKey.of(p, "sm_90", 132)
+        self.assertEqual(key, ("fwd", 2, 320, (64, 64), 32, "f16", "f32", "cl", "swish", "sm_90", 132))
         # the spelling of runtime's TuningKey::to_string()
-        self.assertEqual(str(key), "fwd n2 c320 s64x64 g32 f16/f32 cl swish on dev")
-        self.assertEqual(hipgn.ProblemKey.of(key.problem(), "dev"), key)
+        self.assertEqual(str(key), "fwd n2 c320 s64x64 g32 f16/f32 cl swish on sm_90 x132")
+        self.assertEqual(hipgn.ProblemKey.of(key.problem(), "sm_90", 132), key)
         q = hipgn.make_problem("fwd", 2, 320, (64, 64), 32, "f16", "f32", "cl", "swish")  # other eps, slope
-        self.assertEqual(hipgn.ProblemKey.of(q, "dev"), key)
+        self.assertEqual(hipgn.ProblemKey.of(q, "sm_90", 132), key)
+        # one arch, another part: another key (an H100 PCIe has 114 SMs)
+        self.assertNotEqual(hipgn.ProblemKey.of(p, "sm_90", 114), key)
 
 
 class Library(unittest.TestCase):
@@ -191,7 +193,7 @@ class Library(unittest.TestCase):
             self.assertEqual(self.handle.choose(p), generic)
             self.handle.save_tuning_db(path)
             entries = hipgn.read_tuning_db(path)
-            want = hipgn.ProblemKey.of(p, self.handle.device_name)
+            want = hipgn.ProblemKey.of(p, self.handle.arch, self.handle.compute_units)
             self.assertEqual(entries[want][0], generic)
             fresh = self.lib.handle()
             fresh.load_tuning_db(path)
@@ -219,6 +221,14 @@ class Library(unittest.TestCase):
             self.assertEqual(fresh.choose(p), generic, "a bad file changes nothing already loaded")
             with self.assertRaises(ValueError):
                 hipgn.read_tuning_db(path)
+            # a version 1 file (keyed by device name) is read as empty, with a warning, as the library does
+            with open(path, "w") as f:
+                json.dump({"format": "hipgn-tuning-db", "version": 1, "entries": [
+                    {"device": self.handle.device_name, "op": "fwd", "n": 3, "c": 64, "spatial": [8, 8],
+                     "groups": 32, "x_dtype": "f32", "gamma_dtype": "f32", "layout": "cf", "act": "none",
+                     "instance": generic, "us": 1.0}]}, f)
+            with self.assertWarns(UserWarning):
+                self.assertEqual(hipgn.read_tuning_db(path), {})
 
 
 if __name__ == "__main__":

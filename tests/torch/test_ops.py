@@ -321,9 +321,9 @@ class Tuning(unittest.TestCase):
         x = fresh((2, 8, 40, 40), torch.float32, "cl")
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "db.json")
-            with open(path, "w") as f:  # another device's entry: kept
-                json.dump({"format": "hipgn-tuning-db", "version": 1, "entries": [
-                    {"device": "elsewhere", "op": "fwd", "n": 1, "c": 8, "spatial": [4], "groups": 2,
+            with open(path, "w") as f:  # another target's entry: kept
+                json.dump({"format": "hipgn-tuning-db", "version": 2, "entries": [
+                    {"arch": "gfx90a", "compute_units": 104, "op": "fwd", "n": 1, "c": 8, "spatial": [4], "groups": 2,
                      "x_dtype": "f32", "gamma_dtype": "f32", "layout": "cf", "act": "none",
                      "instance": "gn_whatever", "us": 1.0}]}, f)
             results = hgn.tune(model.train(), (x,), db_path=path, verbose=False)
@@ -331,7 +331,8 @@ class Tuning(unittest.TestCase):
             self.assertEqual(len(tuned), 4, results)  # two problems (act differs), fwd and bwd each
             entries = hipgn.read_tuning_db(path)
             self.assertEqual(len(entries), 5)
-            device = torch.cuda.get_device_name()
+            from hipgn.torch import _ops
+            target = (_ops.handle(0).arch, _ops.handle(0).compute_units)
             lib = hipgn.library()
             for r in tuned:
                 self.assertIn(r.key, entries)
@@ -340,12 +341,11 @@ class Tuning(unittest.TestCase):
                 self.assertGreater(r.us, 0)
                 self.assertEqual(r.key.layout, "cl")
                 # the running handle dispatches to the winner; so does a fresh one reading the file
-                from hipgn.torch import _ops
                 self.assertEqual(_ops.handle(0).choose(r.key.problem()), r.instance)
                 fresh_handle = lib.handle()
                 fresh_handle.load_tuning_db(path)
                 self.assertEqual(fresh_handle.choose(r.key.problem()), r.instance)
-            self.assertTrue(all(r.key.device == device for r in tuned), (device, tuned))
+            self.assertTrue(all((r.key.arch, r.key.compute_units) == target for r in tuned), (target, tuned))
             # and the tuned model still computes GroupNorm
             with torch.no_grad():
                 y = model(x)

@@ -15,8 +15,9 @@ extern "C" {
 
 /* The version of this C API: hipgn_api_version() of the library loaded at run time must equal
  * the HIPGN_API_VERSION a caller was written against (FFI bindings check it). 2: caller
- * workspaces, the workspace query, tuning and the tuning database. */
-#define HIPGN_API_VERSION 2
+ * workspaces, the workspace query, tuning and the tuning database. 3: the device's target
+ * (hipgn_device_arch, hipgn_device_compute_units), which tuning database entries are keyed by. */
+#define HIPGN_API_VERSION 3
 
 typedef enum {
   HIPGN_STATUS_SUCCESS = 0,
@@ -104,8 +105,14 @@ hipgn_status_t hipgn_tuning_db_load(hipgn_handle_t handle, const char* path);
 /* Adds the winners recorded through this handle to the file (created if missing), keeping its
  * other entries. path NULL or "": HIPGN_TUNING_DB's. */
 hipgn_status_t hipgn_tuning_db_save(hipgn_handle_t handle, const char* path);
-/* The device's name, as tuning database entries spell it ("none" without a GPU). */
+/* The device's display name ("none" without a GPU): tuning database entries carry it for
+ * readers, but are not keyed by it. */
 const char* hipgn_device_name(hipgn_handle_t handle);
+/* The device's target, which tuning database entries are keyed by: its architecture as the
+ * runtime reports it ("sm_90", "gfx90a"; "none" without a GPU) and its compute units (0
+ * without a GPU). */
+const char* hipgn_device_arch(hipgn_handle_t handle);
+int32_t hipgn_device_compute_units(hipgn_handle_t handle);
 
 int32_t hipgn_api_version(void);
 

@@ -70,8 +70,12 @@ class Handle {
   // The name of the instance run() would use for the problem with 16-byte-aligned tensors;
   // on an error, why none can run it.
   Status instance_for(const Problem&, std::string* name) const;
-  // The device's name ("none" without a GPU).
+  // The device's display name ("none" without a GPU): shown, not a tuning key.
   const std::string& device_name() const;
+  // The device's target, which tuned winners are keyed by: its architecture as the runtime
+  // reports it (sm_90, gfx90a; "none" without a GPU) and its compute units (0 without one).
+  const std::string& device_arch() const;
+  int device_compute_units() const;
 
   // --- tuning ---------------------------------------------------------------------------------
   // Records a problem's instance (and its time, if measured), consulted before the heuristics
@@ -85,7 +89,7 @@ class Handle {
   // malformed file is reported there and skipped: the returned status says so, dispatch is as before.
   Status load_tuning_db(const std::string& path);
   // Adds the winners recorded by this handle to the file (created if missing), keeping the
-  // entries already there for other problems and devices; path empty: HIPGN_TUNING_DB's.
+  // entries already there for other problems and targets; path empty: HIPGN_TUNING_DB's.
   Status save_tuning_db(const std::string& path = "") const;
   // The database file HIPGN_TUNING_DB named at creation ("" if none).
   const std::string& tuning_db_path() const;

@@ -84,7 +84,8 @@ def tune(model: nn.Module, example_inputs: Any, *, example_kwargs: Optional[Dict
                     skipped.append(Tuned(None, None, 0.0, note))
                 continue
             device = x.device.index
-            key = _library.ProblemKey.of(p, _ops.handle(device).device_name)
+            h = _ops.handle(device)
+            key = _library.ProblemKey.of(p, h.arch, h.compute_units)
             found.setdefault(key, (p, device))
 
     hooks = [m.register_forward_hook(record) for m in model.modules() if isinstance(m, nn.GroupNorm)]

@@ -11,20 +11,48 @@
 
 namespace hipgn {
 
+// Which part a device is, for what is measured per part (tuned winners): its architecture and
+// its compute units. One architecture comes in parts of several counts (an H100 PCIe has 114
+// SMs, an SXM 132), and the count moves what wins: split against one workgroup a group, how
+// many workgroups a resident grid holds.
+struct TargetKey {
+  std::string arch;
+  int compute_units = 0;
+  std::string to_string() const { return arch + " x" + std::to_string(compute_units); }  // sm_90 x132
+  bool operator<(const TargetKey& o) const {
+    return arch != o.arch ? arch < o.arch : compute_units < o.compute_units;
+  }
+  bool operator==(const TargetKey& o) const { return arch == o.arch && compute_units == o.compute_units; }
+};
+
 // The device the rules weigh: its own counts where there is one (Dispatcher::create), else
-// those of the assumed target (hipgn/targets.hpp, from codegen/vocabulary.py).
+// those of its target, or of the assumed target (hipgn/targets.hpp, from codegen/vocabulary.py).
 struct DeviceInfo {
-  std::string name = "none";
-  int compute_units = 0;  // 0: unknown (no GPU); rules then assume kAssumedComputeUnits
+  std::string name = "none";  // the display name: shown, never a key
+  int compute_units = 0;  // 0: unknown (no GPU); the accessors below then take the target's
   int warp_size = 32;
-  std::string arch;       // sm_90, gfx90a, ...; empty without a device
+  std::string arch = "none";  // as the runtime reports it (sm_90, gfx90a, ...); "none" without a device
   std::int64_t l2_bytes = 0;
+  std::int64_t shared_bytes_per_block = 0;  // the most a workgroup may ask for (NVIDIA: with opt-in)
+  std::int64_t shared_bytes_per_cu = 0;
   static constexpr int kAssumedComputeUnits = kDefaultComputeUnits;
   // The known target of this device's architecture, or the assumed one.
   const Target& target() const {
     const Target* t = find_target(arch);
     return t ? *t : kAssumedTarget;
   }
+  // What tuned winners are recorded under: as the device reports itself, never the assumed part.
+  TargetKey key() const { return {arch, compute_units}; }
+  // The counts thresholds weigh: the device's own where it reported one (a runtime may report
+  // 0: HIP 5's L2), else its target's.
+  int cus() const { return own_or(compute_units, target().compute_units); }
+  std::int64_t l2() const { return own_or(l2_bytes, target().l2_bytes); }
+  std::int64_t shared_per_block() const { return own_or(shared_bytes_per_block, target().shared_bytes_per_block); }
+  std::int64_t shared_per_cu() const { return own_or(shared_bytes_per_cu, target().shared_bytes_per_cu); }
+
+ private:
+  template <typename T>
+  static T own_or(T own, T of_target) { return own > 0 ? own : of_target; }
 };
 
 struct Rule {
@@ -39,8 +67,11 @@ struct Rule {
   static constexpr int kAnyLayout = 3, kChannelsFirst = 1, kChannelsLast = 2;
 };
 
-// The rules for an op: one table for the forward, one for the three backward ops.
-const std::vector<Rule>& rules(Op op);
+// The rules for an op on a target: the tables measured on the arch the target names
+// (Target::rules), one for the forward, one for the three backward ops.
+const std::vector<Rule>& rules(Op op, const Target& target);
+// The arches with measured tables (each target's Target::rules is one of them).
+std::vector<std::string_view> measured_rule_targets();
 
 // The instance the rules pick among those of the problem's key that support it (tensors, when
 // given, for alignment); null when none does (nothing built for the key). *rule_why, if

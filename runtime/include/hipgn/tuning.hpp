@@ -1,4 +1,4 @@
-// The tuning database (MIOpen's PerfDb idea): per problem and device, the instance that timing
+// The tuning database (MIOpen's PerfDb idea): per problem and target, the instance that timing
 // found fastest. Dispatch consults it before the heuristic rules. It lives in a JSON file
 // (HIPGN_TUNING_DB names the user's); a stale or corrupt file never breaks dispatch: entries
 // this build cannot honour are ignored with a warning, a malformed file is reported and skipped.
@@ -8,14 +8,17 @@
 #include <string>
 #include <vector>
 
+#include "hipgn/heuristics.hpp"
 #include "hipgn/problem.hpp"
 #include "hipgn/registry.hpp"
 #include "hipgn/status.hpp"
 
 namespace hipgn {
 
-// What a winner is recorded under: the problem's structure and the device's name. eps and
-// the Swish slope change no instance's speed, so they are not part of it.
+// What a winner is recorded under: the problem's structure and the target it was timed on
+// (architecture and compute units, DeviceInfo::key()). eps and the Swish slope change no
+// instance's speed, so they are not part of it; nor is the device's display name, which does
+// not say which target a device is.
 struct TuningKey {
   Op op = Op::fwd;
   std::int64_t n = 0, c = 0, groups = 0;
@@ -23,11 +26,11 @@ struct TuningKey {
   DataType x_dtype = DataType::f32, gamma_dtype = DataType::f32;
   Layout layout = Layout::channels_first;
   Activation act = Activation::none;
-  std::string device;
+  TargetKey target;
 
-  static TuningKey of(const Problem&, const std::string& device);
+  static TuningKey of(const Problem&, const TargetKey& target);
   Problem problem() const;        // with the default eps and Swish slope
-  std::string to_string() const;  // for messages: "fwd n2 c320 s64x64 g32 f16/f16 cl swish on NAME"
+  std::string to_string() const;  // for messages: "fwd n2 c320 s64x64 g32 f16/f16 cl swish on sm_90 x132"
   bool operator<(const TuningKey&) const;
   bool operator==(const TuningKey&) const;
 };
@@ -37,15 +40,20 @@ class TuningDb {
   struct Entry {
     std::string instance;
     double us = 0;  // the winner's median time; 0 when recorded without timing
+    std::string device;  // the display name of the device it was timed on: for readers, not a key
   };
 
-  // The file format's identity; a document naming another format or version is malformed.
+  // The file format's identity; a document naming another format or version is malformed,
+  // except kVersionByName, which is read (parse() says how).
   static constexpr const char* kFormat = "hipgn-tuning-db";
-  static constexpr int kVersion = 1;
+  static constexpr int kVersion = 2;
+  static constexpr int kVersionByName = 1;  // winners keyed by the device's display name
 
   // Reads a document. Malformed as a whole (not JSON, not this format or version): returns
   // an error and leaves the database unchanged. A malformed entry is skipped and described in
-  // *warnings; well-formed entries are added (a later one replaces an earlier same key).
+  // *warnings; well-formed entries are added (a later one replaces an earlier same key). A
+  // version 1 document is well formed but adds nothing: one warning says its entries are
+  // ignored and should be re-tuned (tuning_db.cpp says why).
   Status parse(const std::string& text, std::vector<std::string>* warnings);
   // parse() of a file's content; a file that does not exist is an empty database (success).
   Status load(const std::string& path, std::vector<std::string>* warnings);
