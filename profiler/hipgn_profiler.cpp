@@ -230,7 +230,7 @@ int main(int argc, char** argv) {
     Row r;
     r.name = inst->name();
     void* ws = nullptr;
-    const int cus = handle->device().compute_units;
+    const int cus = handle->device().cus();
     if (const std::size_t wsb = inst->workspace_bytes(p, cus)) CHECK(hipMalloc(&ws, wsb));
     CHECK(hipMemset(out, verify::kPoisonByte, bytes));
     CHECK(hipMemset(ddg, verify::kPoisonByte, gb.size()));

@@ -120,6 +120,27 @@ TEST(Heuristics, LargeChannelsLastGroupsStream) {
   EXPECT_EQ(inst->spec().family, Family::stream) << inst->name();
 }
 
+// The channels-last forward's small tensors (under 96 KB of x a compute unit) go to the older
+// families where those have 16-byte vectors or hold the group; the rest stream.
+TEST(Heuristics, SmallChannelsLastTensorsSplitWithWideVectors) {
+  // SD 32x32 C=1280 (5 MB, C/G = 40): split, 16-byte vectors
+  if (!reaches(Family::split, {2, 1280, {32, 32}, 32}, Layout::channels_last))
+    GTEST_SKIP() << "no split instance of this build reaches SD 32x32 C=1280 channels-last";
+  const Instance* inst = choose({2, 1280, {32, 32}, 32}, Layout::channels_last);
+  ASSERT_NE(inst, nullptr);
+  EXPECT_EQ(inst->spec().family, Family::split) << inst->name();
+  EXPECT_EQ(inst->spec().vector, 8) << inst->name();
+}
+
+TEST(Heuristics, SmallChannelsLastTensorsWithNarrowVectorsStream) {
+  // SD 64x64 C=320 (5 MB, C/G = 10: split would read 4 bytes an access)
+  if (!reaches(Family::stream, {2, 320, {64, 64}, 32}, Layout::channels_last))
+    GTEST_SKIP() << "no stream instance of this build reaches SD 64x64 channels-last";
+  EXPECT_EQ(choose({2, 320, {64, 64}, 32}, Layout::channels_last)->spec().family, Family::stream);
+  // the same shape at 10x the channels' bytes a compute unit streams even with C/G = 40
+  EXPECT_EQ(choose({2, 1280, {96, 96}, 32}, Layout::channels_last)->spec().family, Family::stream);
+}
+
 TEST(Heuristics, ChannelsLastSamplesTooLargeForResidentSplit) {
   // VAE 256x256 C=512: one 32M-element sample needs more workgroups at once than a GPU holds
   const Instance* inst = choose({1, 512, {256, 256}, 32}, Layout::channels_last);

@@ -177,7 +177,7 @@ Status Dispatcher::workspace_size(const Problem& p, const std::string& instance,
     std::string why;
     if (!inst->supports(p, nullptr, &why, info_.cus()))
       return Status::error(StatusCode::not_supported, instance + " does not support " + p.to_string() + ": " + why);
-    *bytes = inst->workspace_bytes(p, info_.compute_units);
+    *bytes = inst->workspace_bytes(p, info_.cus());
     return Status::success();
   }
   // The largest need of the bucket's supporting instances: whatever choose() returns (tuned,
@@ -188,7 +188,7 @@ Status Dispatcher::workspace_size(const Problem& p, const std::string& instance,
   for (const Instance* inst : registry().bucket(Key::of(p)))
     if (inst->supports(p, nullptr, nullptr, info_.cus())) {
       any = true;
-      *bytes = std::max(*bytes, inst->workspace_bytes(p, info_.compute_units));
+      *bytes = std::max(*bytes, inst->workspace_bytes(p, info_.cus()));
     }
   if (!any) return Status::error(StatusCode::not_built, not_built_message(p, build_config()));
   return Status::success();
@@ -234,11 +234,11 @@ Status Dispatcher::run(const Problem& p, const Tensors& t, hipStream_t stream, c
   if (!s.ok()) return s;
   if (!has_device_) return Status::error(StatusCode::no_device, "no GPU: this handle cannot launch");
   void* ws = nullptr;
-  if (const std::size_t bytes = inst->workspace_bytes(p, info_.compute_units)) {
+  if (const std::size_t bytes = inst->workspace_bytes(p, info_.cus())) {
     s = workspace_for(stream, bytes, &ws);
     if (!s.ok()) return s;
   }
-  return inst->run(p, t, ws, stream, info_.compute_units);
+  return inst->run(p, t, ws, stream, info_.cus());
 }
 
 Status Dispatcher::run_with_workspace(const Problem& p, const Tensors& t, void* workspace, std::size_t workspace_bytes,
@@ -251,12 +251,12 @@ Status Dispatcher::run_with_workspace(const Problem& p, const Tensors& t, void* 
     return bad("the workspace is null but its size is " + std::to_string(workspace_bytes) + " bytes");
   // 16 bytes: what a vector access of the workspace may need; any allocator's pointer has it
   if (reinterpret_cast<std::uintptr_t>(workspace) % 16 != 0) return bad("the workspace is not 16-byte aligned");
-  const std::size_t need = inst->workspace_bytes(p, info_.compute_units);
+  const std::size_t need = inst->workspace_bytes(p, info_.cus());
   if (need > workspace_bytes)
     return bad(inst->name() + " needs a workspace of " + std::to_string(need) + " bytes for " + p.to_string() + "; " +
                std::to_string(workspace_bytes) + " given (workspace_size() says how many)");
   if (!has_device_) return Status::error(StatusCode::no_device, "no GPU: this handle cannot launch");
-  return inst->run(p, t, need ? workspace : nullptr, stream, info_.compute_units);
+  return inst->run(p, t, need ? workspace : nullptr, stream, info_.cus());
 }
 
 Status Dispatcher::set_tuned(const Problem& p, const std::string& instance, double us) {

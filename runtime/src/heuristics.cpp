@@ -19,6 +19,8 @@ struct RuleTables {
 };
 
 constexpr double kAny = std::numeric_limits<double>::infinity();
+// The channels-last forward's "small tensor", in bytes of x a compute unit (below).
+constexpr double kSmallBytesPerCu = 96 << 10;
 
 // Measured on an H100 SXM (sm_90, 132 SMs); the targets that have no measurements of their own
 // read these too, as codegen/vocabulary.py declares (Target.rules).
@@ -31,9 +33,28 @@ RuleTables sm_90() {
       // 11.4 against 25; but ResNet 56x56 C=256 (25088) resident 105 against onchip 134.
       {Family::onchip, kAny, 0, "channels-last groups of up to 16K elements: a workgroup per group",
        16384, Rule::kChannelsLast},
-      // Channels-last, larger groups: two streaming passes in one cooperative launch, the
-      // second reading x from L2 (stream_fwd.hpp), against the resident family's per-item
-      // exchange between the workgroups of a sample (bench/NOTES.md, "The stream family").
+      // Channels-last, larger groups. Measured on an H100, fp16 SiLU, L2-cold, every instance
+      // (bench/NOTES.md, "The stream family"; bench/results/stream_cl/). The stream family
+      // (stream_fwd.hpp) pays 10-12 us of fixed latency (two grid barriers, a merge), so
+      // below ~96 KB of x a compute unit (12.7 MB on 132) the older families win where they
+      // can: a workgroup per group of up to 32K elements (sd15_32x640 onchip 14.7 us, stream
+      // 23.9; sd15_16x2560 10.2 against 22.9; odd_31x31_c640 14.4 against 23.1) ...
+      Rule{Family::onchip, kAny, 0, "channels-last, a small tensor: a workgroup per group of up to 32K elements",
+           32768, Rule::kChannelsLast}
+          .bytes_per_cu(0, kSmallBytesPerCu),
+      // ... and split where C/G takes 16-byte vectors (sd15_32x1280 16.6 against 26.5,
+      // vae_64x512 14.9 against 26.1, g16_32x640 13.7 against 21.8, det_25x42x2048 21.3
+      // against 31.5, sdxl_32x2560 25.7 against 29.4); at C/G = 10 its 4-byte vectors lose
+      // (sd15_64x320 split 33.3, stream 23.1).
+      Rule{Family::split, kAny, 0, "channels-last, a small tensor, 16-byte vectors: several workgroups per group",
+           std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
+          .bytes_per_cu(0, kSmallBytesPerCu)
+          .vector_bytes(16),
+      // Otherwise two streaming passes: 31-61% of copy on the channels-last shapes from 3 MB
+      // up (sdxl_128x320 97.7 -> 37.5 us, vae_512x256 442 -> 162, video_5d 5.6x faster). On
+      // tiny tensors its fixed cost is most of the time, but it still beats the resident
+      // family there (instance_norm_32x64, C/G = 1: stream 15.5 us, resident 24.0; the looped
+      // family's 9.5 is not yet a rule).
       {Family::stream, kAny, 0, "channels-last: two streaming passes, the second from L2",
        std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast},
       // x crosses memory once in and y once out at 16 bytes an access, on any shape the
@@ -149,6 +170,13 @@ bool better_resident(const Instance& a, const Instance& b, const Problem& p, int
 bool better(const Instance& a, const Instance& b, const Problem& p, int cus) {
   const InstanceSpec &x = a.spec(), &y = b.spec();
   if (x.vector != y.vector) return x.vector > y.vector;
+  if (describe(x.family).streams) {
+    // the fewest column vectors a thread (registers: 64 a thread at 1024 threads a compute
+    // unit), then 512 threads: fewer items and partials (sd15_64x320 b512 23.1 us, b256 25.2;
+    // vae_512x256 162.0 against 164.7; b512 e2 27.5 against e1 24.4 in the profiler)
+    if (x.per_thread != y.per_thread) return x.per_thread < y.per_thread;
+    return x.block > y.block;
+  }
   const int order = describe(x.family).chunk_order;
   if (order == 0) return better_resident(a, b, p, cus);
   if (x.chunk_elements() != y.chunk_elements())
@@ -162,10 +190,12 @@ const Instance* heuristic_choice(const Registry& reg, const DeviceInfo& dev, con
   const auto& bucket = reg.bucket(Key::of(p));
   const int cus = dev.cus();
   const double groups_per_cu = double(p.num_groups()) / cus;
+  const double bytes_per_cu = double(p.elements()) * double(size_of(p.x_dtype)) / cus;
   for (const Rule& rule : rules(p.op, dev.target())) {
     if (groups_per_cu >= rule.max_groups_per_cu || groups_per_cu < rule.min_groups_per_cu ||
         p.group_elements() < rule.min_group_elements || p.group_elements() > rule.max_group_elements ||
-        p.c > rule.max_channels || !(rule.layouts & (1 << int(p.layout))))
+        p.c > rule.max_channels || !(rule.layouts & (1 << int(p.layout))) ||
+        bytes_per_cu < rule.min_bytes_per_cu || bytes_per_cu >= rule.max_bytes_per_cu)
       continue;
     const Instance* best = nullptr;
     for (const Instance* inst : bucket) {
@@ -173,6 +203,7 @@ const Instance* heuristic_choice(const Registry& reg, const DeviceInfo& dev, con
       if (!best || better(*inst, *best, p, cus))
         best = inst;
     }
+    if (best && best->spec().vector * int(size_of(p.x_dtype)) < rule.min_vector_bytes) best = nullptr;
     if (best) {
       if (rule_why) *rule_why = rule.why;
       return best;

@@ -67,7 +67,7 @@ Status Dispatcher::tune(const Problem& p, hipStream_t stream, TuneResult* out, c
   for (const Instance* inst : registry().bucket(Key::of(p)))
     if (inst->supports(p, nullptr, nullptr, info_.cus())) {
       candidates.push_back(inst);
-      ws_bytes = std::max(ws_bytes, inst->workspace_bytes(p, info_.compute_units));
+      ws_bytes = std::max(ws_bytes, inst->workspace_bytes(p, info_.cus()));
     }
   if (candidates.empty()) return Status::error(StatusCode::not_built, not_built_message(p, build_config()));
   if (!has_device_) return Status::error(StatusCode::no_device, "no GPU: this handle cannot tune");
@@ -118,7 +118,7 @@ Status Dispatcher::tune(const Problem& p, hipStream_t stream, TuneResult* out, c
     for (int i = 0; ok && i < o.warmup + o.iters; ++i) {
       if (flush.ptr) ok = hipMemsetAsync(flush.ptr, i & 0xff, flush_bytes, stream) == hipSuccess;
       ok = ok && hipEventRecord(ev.start, stream) == hipSuccess;
-      ok = ok && inst->run(p, t, ws.ptr, stream, info_.compute_units).ok();
+      ok = ok && inst->run(p, t, ws.ptr, stream, info_.cus()).ok();
       ok = ok && hipEventRecord(ev.stop, stream) == hipSuccess && hipEventSynchronize(ev.stop) == hipSuccess;
       float elapsed = 0;
       ok = ok && hipEventElapsedTime(&elapsed, ev.start, ev.stop) == hipSuccess;

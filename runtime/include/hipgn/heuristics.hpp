@@ -64,7 +64,21 @@ struct Rule {
   int layouts = kAnyLayout;           // and the layout is one of these (bits of Layout)
   std::int64_t max_channels = std::numeric_limits<std::int64_t>::max();  // and C is at most this
   double min_groups_per_cu = 0;       // and N*G / CUs is at least this
+  // and x holds at least min and below max bytes a compute unit (the size against the device)
+  double min_bytes_per_cu = 0, max_bytes_per_cu = std::numeric_limits<double>::infinity();
+  int min_vector_bytes = 0;           // and the family's best instance moves this many bytes an access
   static constexpr int kAnyLayout = 3, kChannelsFirst = 1, kChannelsLast = 2;
+
+  Rule bytes_per_cu(double min, double max) const {
+    Rule r = *this;
+    r.min_bytes_per_cu = min, r.max_bytes_per_cu = max;
+    return r;
+  }
+  Rule vector_bytes(int bytes) const {
+    Rule r = *this;
+    r.min_vector_bytes = bytes;
+    return r;
+  }
 };
 
 // The rules for an op on a target: the tables measured on the arch the target names
