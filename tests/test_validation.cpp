@@ -73,7 +73,7 @@ TEST(Validation, BackwardInputsAreNamed) {
       {Op::bwd, [](Problem&, Tensors& t) { t.rstd = nullptr; }, "saved mean and rstd are required"},
       {Op::dx, [](Problem&, Tensors& t) { t.dy = nullptr; }, "dy is null"},
       {Op::dx, [](Problem&, Tensors& t) { t.dx = nullptr; }, "dx is null"},
-      {Op::bwd, [](Problem&, Tensors& t) { t.gamma = nullptr; }, "gamma is null but Swish was fused"},
+      {Op::bwd, [](Problem&, Tensors& t) { t.gamma = nullptr; }, "gamma is null but swish was fused"},
       {Op::dgb, [](Problem& p, Tensors& t) { p.act = Activation::none; t.gamma = nullptr; }, "affine off"},
       {Op::dgb, [](Problem&, Tensors& t) { t.dbeta = nullptr; }, "dgamma or dbeta is null"},
       {Op::bwd, [](Problem& p, Tensors& t) { p.act = Activation::none; t.gamma = nullptr; }, "gamma is null"},

@@ -73,9 +73,9 @@ Status validate(const Problem& p, const Tensors& t) {
   };
   for (const Required& r : d.required)
     if (r.tensors && !given(r.tensors, true)) return bad(op + r.missing);
-  if (d.swish_needs_gamma && p.act == Activation::swish && !t.gamma)
-    return bad(op + "gamma is null but Swish was fused: the backward recomputes Swish's input gamma * xhat + beta "
-                    "and needs the forward's gamma");
+  if (d.activation_needs_gamma && p.act != Activation::none && !t.gamma)
+    return bad(op + "gamma is null but " + std::string(to_string(p.act)) + " was fused: the backward recomputes its input "
+                    "gamma * xhat + beta and needs the forward's gamma");
   if (d.writes_with_gamma && t.gamma && !given(d.writes_with_gamma, true)) return bad(op + d.with_gamma_missing);
   if (d.writes_with_gamma && !t.gamma && given(d.writes_with_gamma, false)) return bad(op + d.without_gamma_given);
   return Status::success();

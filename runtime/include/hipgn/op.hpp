@@ -41,7 +41,7 @@ struct OpDescriptor {
   unsigned writes_with_gamma;  // outputs written exactly when gamma is given (affine on)
   const char* with_gamma_missing;  // the error when gamma is given but one of those is null
   const char* without_gamma_given;  // the error when gamma is null but one of those is given
-  bool swish_needs_gamma;  // Swish is recomputed from gamma * xhat + beta
+  bool activation_needs_gamma;  // a fused activation's derivative is taken at gamma * xhat + beta
   unsigned aligned;       // the x-sized tensors a vector access reads or writes
   int x_sized_tensors;    // x-sized tensors read or written once: the bandwidth floor
   TensorBit checked;      // the output verification compares with the reference

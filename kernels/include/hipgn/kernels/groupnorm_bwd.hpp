@@ -33,7 +33,7 @@ template <typename Traits>
 __device__ __forceinline__ void backward_terms(const Params& p, const Affine<Traits>& a, float mean, float rstd,
                                                float& x, float& dy) {
   x = (x - mean) * rstd;
-  if constexpr (Traits::kActivation == Activation::swish)
+  if constexpr (Traits::kActivation != Activation::none)
     dy *= activation_grad<Traits::kActivation>(a.gamma * x + a.beta, p.swish_beta);
 }
 
