@@ -30,6 +30,17 @@ std::int64_t cols(const Problem& p) {
 constexpr std::int64_t kMaxSlices = 65535;  // the grid's y limit on both vendors
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 std::uintptr_t address(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
+// Why the op's alignment-checked tensors (OpDescriptor::aligned) do not allow `vector`-element
+// accesses, or empty when they do (or when no tensors are given).
+std::string misaligned(const Problem& p, const Tensors* t, std::int64_t vector) {
+  const std::size_t align = std::size_t(vector) * size_of(p.x_dtype);
+  const unsigned aligned = describe(p.op).aligned;
+  for (unsigned i = 0; t && i < kTensorCount; ++i)
+    if (((aligned >> i) & 1u) && address(tensor_pointer(*t, TensorBit(1u << i))) % align != 0)
+      return tensor_list(aligned) + " is not aligned to " + std::to_string(align) + " bytes";
+  return {};
+}
+const char* layout_words(Layout l) { return l == Layout::channels_first ? "channels-first " : "channels-last "; }
 }  // namespace
 
 std::size_t Instance::resident_counter_bytes(std::int64_t units) { return (std::size_t(units) * 4 + 15) / 16 * 16; }
@@ -86,11 +97,11 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
   const FamilyDescriptor& family = describe(spec_.family);
   if (!(family.ops & (1u << int(p.op)))) return no(std::string(to_string(spec_.family)) + " has no kernel for this op");
   if (describe(p.op).backward && !(family.backward_layouts & (1u << int(p.layout))))
-    return no("the " + std::string(p.layout == Layout::channels_first ? "channels-first " : "channels-last ") +
-              std::string(to_string(spec_.family)) + " backward is not written yet");
+    return no("the " + std::string(layout_words(p.layout)) + std::string(to_string(spec_.family)) +
+              " backward is not written yet");
   if (!(family.layouts & (1u << int(p.layout))))
-    return no("the " + std::string(p.layout == Layout::channels_first ? "channels-first " : "channels-last ") +
-              std::string(to_string(spec_.family)) + " family is not written");
+    return no("the " + std::string(layout_words(p.layout)) + std::string(to_string(spec_.family)) +
+              " family is not written");
   if (family.persistent) return supports_resident(p, t, no, compute_units);
   if (family.streams) return supports_stream(p, t, no);
   if (p.num_groups() > INT_MAX) return no("N*G exceeds the grid's 2^31-1 workgroups");
@@ -99,11 +110,7 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
     if (cols(p) % v != 0)
       return no((p.layout == Layout::channels_first ? "spatial size " : "C/G ") + std::to_string(cols(p)) +
                 " is not a multiple of the vector " + std::to_string(v));
-    const std::size_t align = std::size_t(v) * size_of(p.x_dtype);
-    const unsigned aligned = describe(p.op).aligned;
-    for (unsigned i = 0; t && i < kTensorCount; ++i)
-      if (((aligned >> i) & 1u) && address(tensor_pointer(*t, TensorBit(1u << i))) % align != 0)
-        return no(tensor_list(aligned) + " is not aligned to " + std::to_string(align) + " bytes");
+    if (std::string m = misaligned(p, t, v); !m.empty()) return no(std::move(m));
   }
   if (family.holds_group && p.group_elements() > spec_.chunk_elements())
     return no("the group's " + std::to_string(p.group_elements()) + " elements exceed the " +
@@ -117,7 +124,7 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
 
 template <typename No>
 bool Instance::supports_stream(const Problem& p, const Tensors* t, No no) const {
-  const std::int64_t v = spec_.vector, elem = std::int64_t(size_of(p.x_dtype));
+  const std::int64_t v = spec_.vector;
   if (p.num_groups() > INT_MAX) return no("N*G exceeds 2^31-1 groups");
   // the kernel indexes rows (pixels) of a sample in 32 bits
   if (p.spatial_size() > INT_MAX) return no("the spatial size exceeds 2^31-1 positions");
@@ -130,11 +137,7 @@ bool Instance::supports_stream(const Problem& p, const Tensors* t, No no) const 
   if (smem > kResidentMaxSmem)
     return no("C needs " + std::to_string(smem) + " bytes of shared memory, more than " +
               std::to_string(kResidentMaxSmem));
-  const OpDescriptor& op = describe(p.op);
-  const std::size_t align = std::size_t(v * elem);
-  for (unsigned i = 0; t && i < kTensorCount; ++i)
-    if (((op.aligned >> i) & 1u) && address(tensor_pointer(*t, TensorBit(1u << i))) % align != 0)
-      return no(tensor_list(op.aligned) + " is not aligned to " + std::to_string(align) + " bytes");
+  if (std::string m = misaligned(p, t, v); !m.empty()) return no(std::move(m));
   return true;
 }
 
@@ -175,10 +178,7 @@ bool Instance::supports_resident(const Problem& p, const Tensors* t, No no, int 
   if (smem > kResidentMaxSmem)
     return no("C and G need " + std::to_string(smem) + " bytes of shared memory, more than " +
               std::to_string(kResidentMaxSmem));
-  const std::size_t align = std::size_t(v * elem);
-  for (unsigned i = 0; t && i < kTensorCount; ++i)
-    if (((op.aligned >> i) & 1u) && address(tensor_pointer(*t, TensorBit(1u << i))) % align != 0)
-      return no(tensor_list(op.aligned) + " is not aligned to " + std::to_string(align) + " bytes");
+  if (std::string m = misaligned(p, t, v); !m.empty()) return no(std::move(m));
   return true;
 }
 
