@@ -150,9 +150,10 @@ HIPGN_HD StreamShape stream_cl_shape(std::int64_t c, int vector, int block) {
   return {cols, per_row, block / per_row};
 }
 // The stream family's two grid barriers: a counter and a flag each, each word in its own
-// 128-byte line (words 0, 32, 64, 96), so that waiters polling a flag never queue in front of
-// arrivals at the counter.
-inline constexpr int kStreamCounterWords = 128;
+// 128-byte line (barrier k: counter at word 2 k kStreamLineWords, flag one line after), so
+// that waiters polling a flag never queue in front of arrivals at the counter.
+inline constexpr int kStreamLineWords = 32;
+inline constexpr int kStreamCounterWords = 2 * 2 * kStreamLineWords;
 // Shared memory of a stream workgroup, in floats: each lane's per-channel S1 and S2, the
 // channels' shifts, gamma and beta.
 HIPGN_HD std::int64_t stream_cl_smem_floats(std::int64_t c, int lanes) { return (2 * std::int64_t(lanes) + 3) * c; }

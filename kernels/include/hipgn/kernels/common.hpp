@@ -256,6 +256,17 @@ __device__ __forceinline__ Vec<T, N> narrow(const float (&in)[N]) {
   return r;
 }
 
+// A device-scope acquire load of an arrival word: what both exchanges below wait on.
+__device__ __forceinline__ std::uint32_t load_acquire(std::uint32_t* word) {
+#if defined(HIPGN_PLATFORM_AMD)
+  return __hip_atomic_load(word, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
+#else
+  std::uint32_t v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(word) : "memory");
+  return v;
+#endif
+}
+
 // Cross-workgroup exchange. Workgroups that share a unit of work each store their partial
 // result, then one thread of each, after a workgroup barrier that follows every store of the
 // partials, arrives at the unit's counter (a release at device scope, which the barrier makes
@@ -268,16 +279,10 @@ __device__ __forceinline__ Vec<T, N> narrow(const float (&in)[N]) {
 __device__ __forceinline__ void arrive_and_wait(std::uint32_t* counter, std::uint32_t expected) {
 #if defined(HIPGN_PLATFORM_AMD)
   __hip_atomic_fetch_add(counter, 1u, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
-  auto arrived = [counter] { return __hip_atomic_load(counter, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT); };
 #else
   asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(counter), "r"(1u) : "memory");
-  auto arrived = [counter] {
-    std::uint32_t v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
-    return v;
-  };
 #endif
-  while (arrived() < expected) {
+  while (load_acquire(counter) < expected) {
 #if defined(__CUDA_ARCH__)
     __nanosleep(64);
 #elif defined(__HIP_DEVICE_COMPILE__)
@@ -298,7 +303,7 @@ __device__ __forceinline__ void arrive_and_wait_flag(std::uint32_t* counter, std
     __hip_atomic_store(flag, 1u, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
     return;
   }
-  while (__hip_atomic_load(flag, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT) == 0u) __builtin_amdgcn_s_sleep(2);
+  while (load_acquire(flag) == 0u) __builtin_amdgcn_s_sleep(2);
 #else
   std::uint32_t before;
   asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(before) : "l"(counter), "r"(1u) : "memory");
@@ -307,10 +312,7 @@ __device__ __forceinline__ void arrive_and_wait_flag(std::uint32_t* counter, std
     return;
   }
   unsigned ns = 32;
-  for (;;) {
-    std::uint32_t v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
-    if (v) break;
+  while (load_acquire(flag) == 0u) {
     __nanosleep(ns);
     ns = ns < 512 ? 2 * ns : 512;
   }

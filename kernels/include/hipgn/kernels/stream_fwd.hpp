@@ -36,7 +36,8 @@ inline constexpr int kStreamUnroll = 2;
 // every workgroup that reads past its L1.
 __device__ __forceinline__ void grid_barrier(std::uint32_t* counters, int k) {
   __syncthreads();
-  if (threadIdx.x == 0) arrive_and_wait_flag(counters + 64 * k, counters + 64 * k + 32, gridDim.x);
+  std::uint32_t* counter = counters + 2 * kStreamLineWords * k;
+  if (threadIdx.x == 0) arrive_and_wait_flag(counter, counter + kStreamLineWords, gridDim.x);
   __syncthreads();
 }
 
