@@ -180,6 +180,15 @@ namespace {
 bool all_poison(const DeviceBuffer& b) { return verify::all_poison(b.download()); }
 }  // namespace
 
+bool takes_offset(const Instance& inst, const Problem& p, std::size_t elements) {
+  // addresses for the support check only, never dereferenced: one 4 KB-aligned base plus the offset
+  char* const at = reinterpret_cast<char*>(std::uintptr_t(1) << 20) + elements * size_of(p.x_dtype);
+  Tensors t;
+  t.x = t.dy = at;
+  t.y = t.dx = at;
+  return inst.supports(p, &t);
+}
+
 bool run_and_check_bwd(const Problem& p, const RunOptions& o, const Launch& launch, const std::string& what,
                        const Launch* forward) {
   const std::size_t count = std::size_t(p.elements()), groups = std::size_t(p.num_groups()), c = std::size_t(p.c);

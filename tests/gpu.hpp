@@ -47,6 +47,11 @@ struct RunOptions {
   double x_scale = 2.0;
 };
 
+// Whether `inst` takes every tensor `elements` elements past a 16-byte boundary (as
+// run_and_check offsets them): the resident family and the channels-first backward's peeled
+// runs do, the instance tests then run a share of the corpus so.
+bool takes_offset(const Instance& inst, const Problem& p, std::size_t elements);
+
 // Uploads fresh random inputs for p, poisons the outputs, calls `launch` with the device
 // tensors, and checks every output element (and mean/rstd) against the float64 reference.
 // Returns false (with gtest failures recorded) on a mismatch.

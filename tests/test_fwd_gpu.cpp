@@ -44,8 +44,10 @@ TEST_P(FwdInstance, MatchesReferenceOnCorpus) {
       o.x_offset = 40.0;
       o.x_scale = 1.0;
     }
+    // a third of the shapes one element off the 16-byte boundary, where the instance takes that
+    if (i % 3 == 0 && takes_offset(*inst, p, 1)) o.misalign_elements = 1;
     DeviceBuffer ws(inst->workspace_bytes(p));
-    const std::string what = inst->name() + " on " + p.to_string();
+    const std::string what = inst->name() + " on " + p.to_string() + (o.misalign_elements ? " misaligned" : "");
     run_and_check(p, o, [&](const Problem& q, const Tensors& t) { return inst->run(q, t, ws.get(), nullptr); },
                   what);
     ++g_runs;

@@ -41,6 +41,30 @@ std::string misaligned(const Problem& p, const Tensors* t, std::int64_t vector) 
   return {};
 }
 const char* layout_words(Layout l) { return l == Layout::channels_first ? "channels-first " : "channels-last "; }
+// The element offset of x from a 16-byte (`vector`-element) boundary: where a peeled run's
+// head ends (common.hpp: Peel).
+int phase_of(const Problem& p, const Tensors& t, std::int64_t vector) {
+  return t.x ? int((address(t.x) / size_of(p.x_dtype)) % std::uintptr_t(vector)) : 0;
+}
+// Whether the channels-first backward of a grid family (onchip, looped, split) reads its runs
+// peeled (Params::span): the spatial size is not a multiple of the vector, or x is off a
+// 16-byte boundary.
+bool spans(const Problem& p, const Tensors* t, std::int64_t vector) {
+  return p.layout == Layout::channels_first && describe(p.op).backward && vector > 1 &&
+         (p.spatial_size() % vector != 0 || (t && phase_of(p, *t, vector) != 0));
+}
+// Why a peeled backward cannot read the op's tensors, or empty when it can: x, dy and dx share
+// one phase (a vector of each lies at the same element offsets) and each is element-aligned.
+std::string unpeelable(const Problem& p, const Tensors* t, std::int64_t vector) {
+  const std::size_t elem = size_of(p.x_dtype), align = std::size_t(vector) * elem;
+  if (!t || !t->x) return {};
+  for (const void* q : {t->x, t->dy, static_cast<const void*>(t->dx)}) {
+    if (q && address(q) % elem != 0) return "x, dy or dx is not aligned to its element size";
+    if (q && address(q) % align != address(t->x) % align)
+      return "x, dy and dx differ in alignment modulo " + std::to_string(align) + " bytes";
+  }
+  return {};
+}
 }  // namespace
 
 std::size_t Instance::resident_counter_bytes(std::int64_t units) { return (std::size_t(units) * 4 + 15) / 16 * 16; }
@@ -106,7 +130,15 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
   if (family.streams) return supports_stream(p, t, no);
   if (p.num_groups() > INT_MAX) return no("N*G exceeds the grid's 2^31-1 workgroups");
   const int v = spec_.vector;
-  if (v > 1) {
+  if (spans(p, t, v)) {
+    // any spatial size and 16-byte phase, the runs peeled (groupnorm_bwd.hpp); the onchip
+    // family stages its per-channel sums one slot per element
+    if (std::string m = unpeelable(p, t, v); !m.empty()) return no(std::move(m));
+    const std::int64_t held = std::min<std::int64_t>(spec_.chunk_elements(), kBwdStagedSlots);
+    if (family.holds_group && p.group_elements() > held)
+      return no("the group's " + std::to_string(p.group_elements()) + " elements exceed the " + std::to_string(held) +
+                " a peeled group holds on chip");
+  } else if (v > 1) {
     if (cols(p) % v != 0)
       return no((p.layout == Layout::channels_first ? "spatial size " : "C/G ") + std::to_string(cols(p)) +
                 " is not a multiple of the vector " + std::to_string(v));
@@ -117,8 +149,14 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
               std::to_string(spec_.chunk_elements()) + " held on chip");
   if (family.splits_group && slices(p) < 0)
     return no("the group needs more than " + std::to_string(kMaxSlices) + " slices");
-  if (family.splits_group && describe(p.op).backward && p.channels_per_group() > kMaxSlices)
-    return no("C/G exceeds the " + std::to_string(kMaxSlices) + " workgroups of a grid column");
+  if (family.splits_group && describe(p.op).backward) {
+    // both passes run one-dimensional grids: N*G x units (C/G channels-first, C/G/V vector
+    // columns channels-last) and N*G x slices workgroups (groupnorm_bwd.hpp)
+    const std::int64_t units = p.layout == Layout::channels_first ? p.channels_per_group() : p.channels_per_group() / v;
+    if (p.num_groups() * std::max<std::int64_t>(units, slices(p)) > INT_MAX)
+      return no("the backward's grid of N*G x " + std::to_string(std::max<std::int64_t>(units, slices(p))) +
+                " workgroups exceeds 2^31-1");
+  }
   return true;
 }
 
@@ -232,8 +270,13 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
   k.sample_stride = p.c * hw;
   k.group_stride = cf ? cg * hw : cg;
   k.row_stride = cf ? hw : p.c;
-  k.vectors = cg * hw / spec_.vector;
-  k.vectors_per_row = FastDivmod::make(std::uint64_t(cols(p) / spec_.vector));
+  k.vectors = cg * hw / spec_.vector;  // peeled (span): at least the body's vectors
+  k.vectors_per_row = FastDivmod::make(std::uint64_t(std::max<std::int64_t>(1, cols(p) / spec_.vector)));
+  k.group_elements = p.group_elements();
+  k.spatial_size = hw;
+  k.spatial = FastDivmod::make(std::uint64_t(hw));
+  k.phase = phase_of(p, t, spec_.vector);
+  k.span = describe(spec_.family).persistent || describe(spec_.family).streams ? 0 : spans(p, &t, spec_.vector);
   k.num_groups = static_cast<std::int32_t>(p.num_groups());
   k.slices = describe(spec_.family).splits_group ? slices(p) : 1;
   k.eps = p.eps;
@@ -245,12 +288,8 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
     k.slices_div = FastDivmod::make(std::uint64_t(r.slices));
     k.groups_div = FastDivmod::make(std::uint64_t(p.groups));
     k.cpg_div = FastDivmod::make(std::uint64_t(cg));
-    k.group_elements = p.group_elements();
-    k.spatial_size = hw;
-    k.spatial = FastDivmod::make(std::uint64_t(hw));
     k.slice_vectors = spec_.block * spec_.per_thread;
     k.row_lanes = r.row_lanes;
-    k.phase = int((address(t.x) / size_of(p.x_dtype)) % std::uintptr_t(spec_.vector));
     k.pass = r.streaming ? 1 : 0;
     if (r.streaming) {
       k.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + resident_sums_bytes(p));
@@ -268,7 +307,6 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
     k.slices_div = FastDivmod::make(std::uint64_t(s.parts));
     k.groups_div = FastDivmod::make(std::uint64_t(p.groups));
     k.cpg_div = FastDivmod::make(std::uint64_t(cg));
-    k.spatial_size = hw;
     k.counters = static_cast<std::uint32_t*>(workspace);
     k.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + resident_counter_bytes(kStreamCounterWords));
     k.group_stats = k.partials + std::size_t(s.items) * std::size_t(p.groups) * 2;

@@ -76,12 +76,17 @@ struct Params {
   FastDivmod slices_div;           // item -> (unit, slice) without a 64-bit division
   FastDivmod groups_div;           // group -> (sample, group of the sample)
   FastDivmod cpg_div;              // channel -> its group (C/G)
+  // (these four and phase: every family)
   std::int64_t group_elements;     // M = C/G * spatial
   std::int64_t spatial_size;       // HW
   FastDivmod spatial;              // channels-first: channel of a group-relative element
   std::int32_t slice_vectors;      // channels-first: body vectors per slice (block * per_thread)
   std::int32_t row_lanes;          // channels-last: rows a workgroup covers at once
   std::int32_t phase;              // channels-first: (x's address / element size) % vector
+  // Channels-first backward of the grid families (onchip, looped, split): 1 when the spatial
+  // size is not a multiple of the vector or the tensors start `phase` elements off a 16-byte
+  // boundary, so rows and groups are read as peeled runs (common.hpp: Peel, SpatialCursor)
+  std::int32_t span;
   std::int32_t pass;               // the backward: 0 on chip; 1, 2 the streaming passes (resident_bwd.hpp)
   std::uint32_t* counters;
   float* partials;

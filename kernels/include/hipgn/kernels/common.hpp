@@ -337,6 +337,39 @@ __device__ __forceinline__ std::int64_t group_sample(const Params& p, std::int64
   return std::int64_t(std::uint32_t(group) / std::uint32_t(p.groups_per_sample));
 }
 
+// A contiguous run of `length` elements starting at element `first` of a tensor whose element 0
+// lies `phase` elements past a 16-byte boundary (phase < V, V a power of two): the up to V-1
+// elements before the first aligned vector (head), the aligned vectors (body), and the up to V-1
+// elements after them (tail). Runs whose start and length are not multiples of V (a spatial size
+// the vector does not divide, a pointer off the boundary) still move their body 16 bytes an access.
+template <int V>
+struct Peel {
+  std::int64_t head, body, tail;
+  __device__ __forceinline__ Peel(int phase, std::int64_t first, std::int64_t length) {
+    const std::int64_t h = (V - ((phase + first) & (V - 1))) & (V - 1);
+    head = h < length ? h : length;
+    body = (length - head) / V;
+    tail = length - head - body * V;
+  }
+};
+
+// The channel (of its group) and spatial position of consecutive elements of a channels-first
+// group, from one division at the first and a step per element after it: a vector of a span
+// crosses a row end when the spatial size is not a multiple of the vector.
+struct SpatialCursor {
+  std::int64_t channel, position;
+  __device__ __forceinline__ SpatialCursor(const Params& p, std::int64_t element)
+      : channel(std::int64_t(p.spatial.div(std::uint64_t(element)))),
+        position(element - channel * p.spatial_size) {}
+  // steps to the next element; true when it starts a new channel
+  __device__ __forceinline__ bool next(const Params& p) {
+    if (++position < p.spatial_size) return false;
+    position = 0;
+    ++channel;
+    return true;
+  }
+};
+
 // A group (n, g) is viewed as rows x cols with cols contiguous in memory:
 //   channels-first (N, C, S...): rows = C/G channels,  cols = S (spatial), row stride S
 //   channels-last  (N, S..., C): rows = S positions,   cols = C/G,         row stride C

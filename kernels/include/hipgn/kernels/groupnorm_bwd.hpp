@@ -9,6 +9,11 @@
 // S2 = sum_s dy' xhat: A = sum_c gamma_c S1, B = sum_c gamma_c S2. The kernels write S1, S2 to
 // the workspace [N, C, 2] and a last kernel sums them over n, in a fixed order: no floating-
 // point atomics anywhere, so every run gives the same bits.
+//
+// Channels-first, when the spatial size is not a multiple of the vector or the tensors start off
+// a 16-byte boundary (Params::span), a channel row and a group are peeled runs (common.hpp:
+// Peel): their bodies still move 16 bytes an access, a vector may cross a row end, and an
+// element's channel comes from a cursor (SpatialCursor), not a division per element.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +45,16 @@ __device__ __forceinline__ void backward_terms(const Params& p, const Affine<Tra
 template <typename Traits>
 inline constexpr bool kWritesDx = Traits::kOp == Op::dx || Traits::kOp == Op::bwd;
 
+// Whether an instance has the peeled channels-first paths (a scalar instance never peels:
+// Instance::supports), and whether this launch takes them (Params::span).
+template <typename Traits>
+inline constexpr bool kPeels = Traits::kLayout == Layout::channels_first && Traits::kVectorSize > 1;
+template <typename Traits>
+__device__ __forceinline__ bool spans(const Params& p) {
+  if constexpr (kPeels<Traits>) return p.span != 0;
+  else return false;
+}
+
 // The per-(n, c) sums are needed for dgamma/dbeta (ops dgb and bwd with gamma given).
 template <typename Traits>
 __device__ __forceinline__ bool wants_channel_sums(const Params& p) {
@@ -70,6 +85,12 @@ struct Unit {
     const std::int64_t per_row = std::int64_t(p.vectors_per_row.divisor);
 #pragma unroll
     for (int i = 0; i < kUnit; ++i) s1[i] = s2[i] = 0.f;
+    if constexpr (kPeels<Traits>)
+      if (p.span) {
+        row_sums(p, view, u, mean, rstd);
+        reduce();
+        return;
+      }
     // channels-first: the row's vectors u*per_row ... ; channels-last: vector u of every row
     const std::int64_t count =
         kChannelsFirst ? per_row : std::int64_t(p.vectors_per_row.div(std::uint64_t(p.vectors)));
@@ -88,12 +109,41 @@ struct Unit {
         s2[kChannelsFirst ? 0 : i] += dy[i] * x[i];
       }
     }
+    reduce();
+  }
+  // the workgroup's sums, to every thread
+  __device__ __forceinline__ void reduce() {
     float both[2 * kUnit];
 #pragma unroll
     for (int i = 0; i < kUnit; ++i) both[i] = s1[i], both[kUnit + i] = s2[i];
-    block_sum_array<B, 2 * kUnit>(both);
+    block_sum_array<Traits::kBlockSize, 2 * kUnit>(both);
 #pragma unroll
     for (int i = 0; i < kUnit; ++i) s1[i] = both[i], s2[i] = both[kUnit + i];
+  }
+  // span mode (channels-first): channel row u is a peeled run of HW elements of one channel
+  __device__ __forceinline__ void row_sums(const Params& p, const GroupView<Traits>& view, std::int64_t u, float mean,
+                                           float rstd) {
+    using X = typename Traits::XType;
+    const auto* xs = static_cast<const X*>(p.x);
+    const auto* dys = static_cast<const X*>(p.dy);
+    const std::int64_t row = view.base + u * p.spatial_size, t = threadIdx.x;
+    const Peel<V> run(p.phase, row, p.spatial_size);
+    const std::int64_t body = row + run.head;
+    const Affine<Traits> a(p, view.channel0 + u);
+    auto add = [&](float x, float dy) {
+      backward_terms<Traits>(p, a, mean, rstd, x, dy);
+      s1[0] += dy;
+      s2[0] += dy * x;
+    };
+    if (t < run.head) add(to_float(xs[row + t]), to_float(dys[row + t]));
+    if (t < run.tail) add(to_float(xs[body + run.body * V + t]), to_float(dys[body + run.body * V + t]));
+    for (std::int64_t k = t; k < run.body; k += Traits::kBlockSize) {
+      float x[V], dy[V];
+      load_vec<V>(xs + body + k * V, x);
+      load_vec<V>(dys + body + k * V, dy);
+#pragma unroll
+      for (int i = 0; i < V; ++i) add(x[i], dy[i]);
+    }
   }
   // the first channel of unit u
   static __device__ __forceinline__ std::int64_t first_channel(std::int64_t channel0, std::int64_t u) {
@@ -129,6 +179,58 @@ __device__ __forceinline__ void write_dx(const Params& p, const GroupView<Traits
   }
 }
 
+// The gamma and beta of consecutive elements of a channels-first group, from a cursor: the
+// affine parameters change where a vector crosses a row end (span mode).
+template <typename Traits>
+struct SpanAffine {
+  SpatialCursor at;
+  Affine<Traits> a;
+  std::int64_t channel0;
+  __device__ __forceinline__ SpanAffine(const Params& p, std::int64_t channel0_, std::int64_t element)
+      : at(p, element), a(p, channel0_ + at.channel), channel0(channel0_) {}
+  __device__ __forceinline__ void next(const Params& p) {
+    if (at.next(p)) a = Affine<Traits>(p, channel0 + at.channel);
+  }
+};
+
+// dx of a channels-first group in span mode: body vectors [first, end) of the group's peeled
+// run, and its head and tail elements where asked, given A / M and B / M.
+template <typename Traits>
+__device__ __forceinline__ void write_dx_span(const Params& p, const GroupView<Traits>& view, std::int64_t first,
+                                              std::int64_t end, bool head, bool tail, float mean, float rstd,
+                                              float a_mean, float b_mean) {
+  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize;
+  using X = typename Traits::XType;
+  const auto* xs = static_cast<const X*>(p.x);
+  const auto* dys = static_cast<const X*>(p.dy);
+  X* dxs = static_cast<X*>(p.dx);
+  const Peel<V> run(p.phase, view.base, p.group_elements);
+  const std::int64_t t = threadIdx.x, last = end < run.body ? end : run.body;
+  auto one = [&](std::int64_t j) {  // group-relative element j
+    const std::int64_t o = view.base + j;
+    const SpanAffine<Traits> s(p, view.channel0, j);
+    float x = to_float(xs[o]), dy = to_float(dys[o]);
+    backward_terms<Traits>(p, s.a, mean, rstd, x, dy);
+    dxs[o] = from_float<X>(rstd * (s.a.gamma * dy - a_mean - x * b_mean));
+  };
+  if (head && t < run.head) one(t);
+  if (tail && t < run.tail) one(run.head + run.body * V + t);
+  for (std::int64_t q = first + t; q < last; q += B) {
+    const std::int64_t j = run.head + q * V;
+    float x[V], dy[V], dx[V];
+    load_vec<V>(xs + view.base + j, x);
+    load_vec<V>(dys + view.base + j, dy);
+    SpanAffine<Traits> s(p, view.channel0, j);
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      if (i > 0) s.next(p);
+      backward_terms<Traits>(p, s.a, mean, rstd, x[i], dy[i]);
+      dx[i] = rstd * (s.a.gamma * dy[i] - a_mean - x[i] * b_mean);
+    }
+    store_vec<V>(dxs + view.base + j, dx);
+  }
+}
+
 // Family looped: one workgroup per group of any size. Pass 1 sums unit by unit (and keeps
 // A and B); pass 2 writes dx, reading x and dy again.
 template <typename Traits>
@@ -151,8 +253,106 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_looped_kernel(Params p
     }
   }
   if constexpr (kWritesDx<Traits>) {
-    const float m = float(p.vectors * Traits::kVectorSize);
-    write_dx<Traits>(p, view, 0, p.vectors, mean, rstd, a / m, b / m);
+    const float m = float(p.group_elements);
+    if (spans<Traits>(p))
+      write_dx_span<Traits>(p, view, 0, p.vectors, true, true, mean, rstd, a / m, b / m);
+    else
+      write_dx<Traits>(p, view, 0, p.vectors, mean, rstd, a / m, b / m);
+  }
+}
+
+// Family onchip, channels-first span mode: the group's peeled run held in registers (body
+// vectors, and a head and a tail element a thread at most), the per-channel sums staged one
+// slot per element in dynamic shared memory (2 M floats, M <= kBwdStagedSlots: Instance::
+// supports; the launch asks for it): channel c's are the contiguous slots c*HW ... (c+1)*HW - 1,
+// added up a wavefront per channel.
+template <typename Traits>
+__device__ __forceinline__ void bwd_onchip_span(const Params& p, const GroupView<Traits>& view, std::int64_t sample,
+                                                float mean, float rstd, float* s1, float* s2) {
+  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
+  using X = typename Traits::XType;
+  const auto* xs = static_cast<const X*>(p.x);
+  const auto* dys = static_cast<const X*>(p.dy);
+  const Peel<V> run(p.phase, view.base, p.group_elements);
+  const std::int64_t t = threadIdx.x, tail0 = run.head + run.body * V;
+  // the head (k = 0) and tail (k = 1) element this thread holds, if any: group-relative index
+  const std::int64_t edge[2] = {t < run.head ? t : -1, t < run.tail ? tail0 + t : -1};
+  float x[E][V], dy[E][V], xe[2] = {0.f, 0.f}, dye[2] = {0.f, 0.f};
+  float ab[2] = {0.f, 0.f};
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    const std::int64_t q = t + std::int64_t(e) * B;
+    if (q >= run.body) continue;
+    const std::int64_t j = run.head + q * V;
+    load_vec<V>(xs + view.base + j, x[e]);
+    load_vec<V>(dys + view.base + j, dy[e]);
+    SpanAffine<Traits> s(p, view.channel0, j);
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      if (i > 0) s.next(p);
+      backward_terms<Traits>(p, s.a, mean, rstd, x[e][i], dy[e][i]);
+      ab[0] += s.a.gamma * dy[e][i];
+      ab[1] += s.a.gamma * dy[e][i] * x[e][i];
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    if (edge[k] < 0) continue;
+    const SpanAffine<Traits> s(p, view.channel0, edge[k]);
+    xe[k] = to_float(xs[view.base + edge[k]]);
+    dye[k] = to_float(dys[view.base + edge[k]]);
+    backward_terms<Traits>(p, s.a, mean, rstd, xe[k], dye[k]);
+    ab[0] += s.a.gamma * dye[k];
+    ab[1] += s.a.gamma * dye[k] * xe[k];
+  }
+  if (wants_channel_sums<Traits>(p)) {
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const std::int64_t q = t + std::int64_t(e) * B;
+      if (q >= run.body) continue;
+      const std::int64_t j = run.head + q * V;
+#pragma unroll
+      for (int i = 0; i < V; ++i) s1[j + i] = dy[e][i], s2[j + i] = dy[e][i] * x[e][i];
+    }
+#pragma unroll
+    for (int k = 0; k < 2; ++k)
+      if (edge[k] >= 0) s1[edge[k]] = dye[k], s2[edge[k]] = dye[k] * xe[k];
+    __syncthreads();
+    constexpr int kWarps = B / kWarpSize;
+    const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+    const std::int64_t hw = p.spatial_size;
+    for (std::int64_t c = warp; c < p.channels_per_group; c += kWarps) {
+      float t1 = 0.f, t2 = 0.f;
+      for (std::int64_t k = lane; k < hw; k += kWarpSize) t1 += s1[c * hw + k], t2 += s2[c * hw + k];
+      t1 = warp_sum(t1);
+      t2 = warp_sum(t2);
+      if (lane == 0) store_channel_sums(p, sample, view.channel0 + c, t1, t2);
+    }
+  }
+  if constexpr (kWritesDx<Traits>) {
+    block_sum_array<B>(ab);
+    const float m = float(p.group_elements), a_mean = ab[0] / m, b_mean = ab[1] / m;
+    X* dxs = static_cast<X*>(p.dx);
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const std::int64_t q = t + std::int64_t(e) * B;
+      if (q >= run.body) continue;
+      const std::int64_t j = run.head + q * V;
+      SpanAffine<Traits> s(p, view.channel0, j);
+      float dx[V];
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        if (i > 0) s.next(p);
+        dx[i] = rstd * (s.a.gamma * dy[e][i] - a_mean - x[e][i] * b_mean);
+      }
+      store_vec<V>(dxs + view.base + j, dx);
+    }
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      if (edge[k] < 0) continue;
+      const float g = SpanAffine<Traits>(p, view.channel0, edge[k]).a.gamma;
+      dxs[view.base + edge[k]] = from_float<X>(rstd * (g * dye[k] - a_mean - xe[k] * b_mean));
+    }
   }
 }
 
@@ -166,9 +366,16 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p
   constexpr int kSlots = B * E * (kChannelsFirst ? 1 : V);
   static_assert(kSlots <= kBwdStagedSlots, "the per-channel staging must fit in 32 KB of shared memory");
   using X = typename Traits::XType;
+  __shared__ float s1[kSlots], s2[kSlots];
   const std::int64_t group = blockIdx.x, sample = group_sample(p, group);
   const GroupView<Traits> view(p, group);
   const float mean = p.mean[group], rstd = p.rstd[group];
+  if constexpr (kPeels<Traits>)
+    if (p.span) {
+      extern __shared__ float staged[];
+      bwd_onchip_span<Traits>(p, view, sample, mean, rstd, staged, staged + p.group_elements);
+      return;
+    }
   float x[E][V], dy[E][V];
   float ab[2] = {0.f, 0.f};
 #pragma unroll
@@ -189,7 +396,6 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p
     }
   }
   if (wants_channel_sums<Traits>(p)) {
-    __shared__ float s1[kSlots], s2[kSlots];
 #pragma unroll
     for (int e = 0; e < E; ++e) {
       const std::int64_t q = threadIdx.x + std::int64_t(e) * B;
@@ -228,7 +434,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p
   }
   if constexpr (kWritesDx<Traits>) {
     block_sum_array<B>(ab);
-    const float m = float(p.vectors * V), a_mean = ab[0] / m, b_mean = ab[1] / m;
+    const float m = float(p.group_elements), a_mean = ab[0] / m, b_mean = ab[1] / m;
 #pragma unroll
     for (int e = 0; e < E; ++e) {
       const std::int64_t q = threadIdx.x + std::int64_t(e) * B;
@@ -247,10 +453,13 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p
 }
 
 // Family split, pass 1: workgroup (group, unit) sums one unit of channels into the workspace.
+// Workgroups run group after group (the unit fastest), so the groups read last are the last
+// groups; pass 2 starts from them, while their x and dy are still in L2.
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize) bwd_split_sums_kernel(Params p) {
   using U = Unit<Traits>;
-  const std::int64_t group = blockIdx.x, sample = group_sample(p, group), u = blockIdx.y;
+  const std::uint32_t units = std::uint32_t(U::count(p));
+  const std::int64_t group = blockIdx.x / units, sample = group_sample(p, group), u = blockIdx.x - group * units;
   const GroupView<Traits> view(p, group);
   const U unit(p, view, u, p.mean[group], p.rstd[group]);
   if (threadIdx.x == 0)
@@ -261,11 +470,12 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_split_sums_kernel(Para
 
 // Family split, pass 2: workgroup (group, slice) forms A and B from the group's channel sums
 // (the same order in every workgroup) and writes dx for its slice of kBlockSize * kPerThread
-// vectors.
+// vectors. In reverse order: the last group first, whose x and dy pass 1 read last.
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize) bwd_split_dx_kernel(Params p) {
   constexpr std::int64_t kChunk = std::int64_t(Traits::kBlockSize) * Traits::kPerThread;
-  const std::int64_t group = blockIdx.x, sample = group_sample(p, group), slice = blockIdx.y;
+  const std::uint32_t slices = std::uint32_t(p.slices), b = gridDim.x - 1 - blockIdx.x;
+  const std::int64_t group = b / slices, sample = group_sample(p, group), slice = b - group * slices;
   const GroupView<Traits> view(p, group);
   float ab[2] = {0.f, 0.f};
   for (std::int64_t c = threadIdx.x; c < p.channels_per_group; c += Traits::kBlockSize) {
@@ -275,9 +485,13 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_split_dx_kernel(Params
     ab[1] += g * w[1];
   }
   block_sum_array<Traits::kBlockSize>(ab);
-  const float m = float(p.vectors * Traits::kVectorSize);
+  const float m = float(p.group_elements);
   const std::int64_t first = slice * kChunk, end = first + kChunk < p.vectors ? first + kChunk : p.vectors;
-  write_dx<Traits>(p, view, first, end, p.mean[group], p.rstd[group], ab[0] / m, ab[1] / m);
+  if (spans<Traits>(p))
+    write_dx_span<Traits>(p, view, first, end, slice == 0, slice == p.slices - 1, p.mean[group], p.rstd[group],
+                          ab[0] / m, ab[1] / m);
+  else
+    write_dx<Traits>(p, view, first, end, p.mean[group], p.rstd[group], ab[0] / m, ab[1] / m);
 }
 
 // dgamma_c = sum_n S2[n, c], dbeta_c = sum_n S1[n, c]: a thread per channel, n in order.
@@ -300,15 +514,19 @@ struct BwdLauncher {
   static hipError_t launch(const Params& p, hipStream_t stream) {
     const dim3 block(Traits::kBlockSize);
     if constexpr (F == Family::onchip) {
-      bwd_onchip_kernel<Traits><<<dim3(p.num_groups), block, 0, stream>>>(p);
+      // span mode stages 2 M floats (bwd_onchip_span)
+      const std::size_t staged = p.span ? std::size_t(p.group_elements) * 2 * sizeof(float) : 0;
+      bwd_onchip_kernel<Traits><<<dim3(p.num_groups), block, staged, stream>>>(p);
     } else if constexpr (F == Family::looped) {
       bwd_looped_kernel<Traits><<<dim3(p.num_groups), block, 0, stream>>>(p);
     } else {
-      bwd_split_sums_kernel<Traits><<<dim3(p.num_groups, Unit<Traits>::count(p)), block, 0, stream>>>(p);
+      // one-dimensional grids (at most 2^31 - 1 workgroups: Instance::supports)
+      bwd_split_sums_kernel<Traits>
+          <<<dim3(unsigned(p.num_groups * Unit<Traits>::count(p))), block, 0, stream>>>(p);
       if constexpr (kWritesDx<Traits>) {
         const hipError_t e = hipGetLastError();
         if (e != hipSuccess) return e;
-        bwd_split_dx_kernel<Traits><<<dim3(p.num_groups, p.slices), block, 0, stream>>>(p);
+        bwd_split_dx_kernel<Traits><<<dim3(unsigned(std::int64_t(p.num_groups) * p.slices)), block, 0, stream>>>(p);
       }
     }
     hipError_t e = hipGetLastError();

@@ -39,10 +39,8 @@ struct SpanSlice {
     unit = std::int64_t(p.slices_div.div(std::uint64_t(item)));
     slice = item - unit * slices;
     first = unit * m;
-    const std::int64_t h = (V - ((p.phase + first) & (V - 1))) & (V - 1);  // V: a power of two
-    head = h < m ? h : m;
-    body = (m - head) / V;
-    tail = m - head - body * V;
+    const Peel<V> peel(p.phase, first, m);
+    head = peel.head, body = peel.body, tail = peel.tail;
     at(p, slice, q0, q1, lo, hi);
   }
   // Body vectors and elements of any slice s of this group.
