@@ -178,6 +178,7 @@ BWD_PRESETS = {
         ("looped", 256, "max", 1),
         ("split", 256, "max", 4),
         ("resident", 512, "max", 4),
+        ("stream", 512, "max", 1),
     ],
     "default": [
         ("looped", 256, 1, 1),
@@ -193,6 +194,8 @@ BWD_PRESETS = {
         ("resident", 512, "max", 2),
         ("resident", 256, "max", 4),
         ("resident", 512, "max", 4),
+        ("stream", 256, "max", 1),
+        ("stream", 512, "max", 1),
     ],
 }
 BWD_PRESETS["full"], _BWD_DROPPED = _trim(BWD_PRESETS["default"], CANDIDATES["bwd"], SPILLS["bwd"])

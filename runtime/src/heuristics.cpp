@@ -21,6 +21,8 @@ struct RuleTables {
 constexpr double kAny = std::numeric_limits<double>::infinity();
 // The channels-last forward's "small tensor", in bytes of x a compute unit (below).
 constexpr double kSmallBytesPerCu = 96 << 10;
+// The channels-last backward's stream family from this many bytes of x a compute unit (below).
+constexpr double kStreamBwdBytesPerCu = 32 << 10;
 
 // Measured on an H100 SXM (sm_90, 132 SMs); the targets that have no measurements of their own
 // read these too, as codegen/vocabulary.py declares (Target.rules).
@@ -77,6 +79,24 @@ RuleTables sm_90() {
       // workgroup per group holding it (det_13x21x256 onchip 9.9 us, resident 16.4;
       // sd15_8x1280 9.7 against 18.5; hw1_512 at 256 groups 5.6 against 7.9).
       {Family::onchip, 2.0, 0, "channels-last: few groups that fit on chip", 4096, Rule::kChannelsLast},
+      // Channels-last, measured on an H100, fp16 SiLU, L2-cold, every instance (bench/NOTES.md,
+      // "The stream backward"). The stream family (stream_bwd.hpp) reads x and dy twice in two
+      // pure streams and pays ~15 us of fixed latency; from ~4 MB of x it beats the resident
+      // family everywhere (vae_512x256 617 -> 251 us, sdxl_128x960 348 -> 135, sd15_64x320
+      // 37.3 -> 26.2, r50_7x2048_n32 47.8 -> 39.1) except where few groups of 16-byte vectors
+      // split well below 96 KB a compute unit (sd15_32x1280 split 24.5 against 27.7;
+      // sdxl_32x2560 33.6 against 38.3; det_25x42x2048 28.7 against 32.4; sd15_16x2560 17.4
+      // against 22.8) ...
+      Rule{Family::split, 1.0, 4096, "channels-last, a small tensor, 16-byte vectors: several workgroups per group",
+           std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
+          .bytes_per_cu(0, kSmallBytesPerCu)
+          .vector_bytes(16),
+      // ... and below 32 KB a compute unit (4.2 MB on 132) its fixed cost loses to the older
+      // families (odd_97x89_c96_cg3, 3.3 MB: resident 20.9 us, stream 23.5; sd15_32x640, 2.6
+      // MB: split 21.5, stream 23.5; sd15_32x960, 3.9 MB: stream 25.1, resident 28.0).
+      Rule{Family::stream, kAny, 0, "channels-last from 32 KB a compute unit: two streaming passes, the second from L2",
+           std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
+          .bytes_per_cu(kStreamBwdBytesPerCu, kAny),
       // x and dy read once at 16 bytes an access whatever C/G is (resident_bwd.hpp), where the
       // other families walk a group's columns at a stride of C: vae_512x256 597 us against the
       // split family's 2068, video_5d 1287 against 5629, det_200x336x256 295 against 720. From

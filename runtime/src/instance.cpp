@@ -95,9 +95,10 @@ Instance::StreamItems Instance::stream_items(const Problem& p, int compute_units
   const int cus = compute_units > 0 ? compute_units : kDefaultComputeUnits;
   const StreamShape shape = stream_cl_shape(p.c, spec_.vector, spec_.block);
   const std::int64_t hw = p.spatial_size();
-  // workgroups the device runs at once if each thread sums one column vector (1024 threads a
-  // compute unit: kStreamMinBlocks); a part holds at least a row a lane
-  const std::int64_t resident = std::int64_t(cus) * std::max(1, 1024 / spec_.block);
+  // workgroups the device runs at once (stream_threads_per_cu: the kernels' launch bounds); a
+  // part holds at least a row a lane
+  const int threads = stream_threads_per_cu(describe(p.op).backward, spec_.per_thread);
+  const std::int64_t resident = std::int64_t(cus) * std::max(1, threads / spec_.block);
   const std::int64_t want = std::clamp<std::int64_t>(ceil_div(resident, p.n), 1, ceil_div(hw, shape.lanes));
   StreamItems s;
   s.part_rows = ceil_div(hw, want);
@@ -171,7 +172,10 @@ bool Instance::supports_stream(const Problem& p, const Tensors* t, No no) const 
   if (shape.cols > spec_.per_thread)
     return no("C/" + std::to_string(v) + " = " + std::to_string(p.c / v) + " vectors a row exceed the block of " +
               std::to_string(spec_.block) + " x " + std::to_string(spec_.per_thread));
-  const std::int64_t smem = stream_cl_smem_floats(p.c, shape.lanes) * 4;
+  const bool backward = describe(p.op).backward;
+  // the backward's phase 2 indexes (sample, channel) pairs, its phase 1 one item's channels in 32 bits
+  if (backward && p.n * p.c > INT_MAX) return no("N*C exceeds 2^31-1");
+  const std::int64_t smem = stream_cl_smem_floats(p.c, shape.lanes, backward) * 4;
   if (smem > kResidentMaxSmem)
     return no("C needs " + std::to_string(smem) + " bytes of shared memory, more than " +
               std::to_string(kResidentMaxSmem));
@@ -223,10 +227,13 @@ bool Instance::supports_resident(const Problem& p, const Tensors* t, No no, int 
 std::size_t Instance::workspace_bytes(const Problem& p, int compute_units) const {
   const FamilyDescriptor& family = describe(spec_.family);
   const OpDescriptor& op = describe(p.op);
-  if (family.streams)  // two barrier counters, the items' per-group partials, the groups' statistics
+  if (family.streams) {
+    // two barrier counters, then pairs of floats: the forward's items' per-group partials and the
+    // groups' statistics, the backward's items' per-channel partials and the samples' sums
+    const std::size_t per = op.backward ? std::size_t(p.c) : std::size_t(p.groups);
     return resident_counter_bytes(kStreamCounterWords) +
-           (std::size_t(stream_items(p, compute_units).items) * std::size_t(p.groups) + std::size_t(p.num_groups())) *
-               2 * sizeof(float);
+           (std::size_t(stream_items(p, compute_units).items) * per + std::size_t(p.n) * per) * 2 * sizeof(float);
+  }
   if (family.persistent) {
     const ResidentShape r = resident_shape(p);
     // the backward: first the per-(n, c) sums S1, S2 for dgamma/dbeta
@@ -309,7 +316,8 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
     k.cpg_div = FastDivmod::make(std::uint64_t(cg));
     k.counters = static_cast<std::uint32_t*>(workspace);
     k.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + resident_counter_bytes(kStreamCounterWords));
-    k.group_stats = k.partials + std::size_t(s.items) * std::size_t(p.groups) * 2;
+    const std::size_t per = d.backward ? std::size_t(p.c) : std::size_t(p.groups);  // as workspace_bytes
+    k.group_stats = k.partials + std::size_t(s.items) * per * 2;
   }
   if (workspace_bytes(p, compute_units) && !workspace) return Status::error(StatusCode::invalid_argument, name_ + " needs a workspace");
   const hipError_t e = launch_(k, stream);

@@ -91,8 +91,9 @@ struct Params {
   std::uint32_t* counters;
   float* partials;
 
-  // The stream family (stream_fwd.hpp): items = N x parts (p.slices), a part part_rows rows of
-  // a sample; partials are [items, G] (mean, M2) pairs, group_stats [N * G] (mean, rstd) pairs.
+  // The stream family (stream_fwd.hpp, stream_bwd.hpp): items = N x parts (p.slices), a part
+  // part_rows rows of a sample. Forward: partials are [items, G] (mean, M2) pairs, group_stats
+  // [N * G] (mean, rstd) pairs. Backward: partials [items, C] and group_stats [N, C] (S1, S2) pairs.
   std::int64_t part_rows;
   float* group_stats;
 };
@@ -159,8 +160,17 @@ HIPGN_HD StreamShape stream_cl_shape(std::int64_t c, int vector, int block) {
 // that waiters polling a flag never queue in front of arrivals at the counter.
 inline constexpr int kStreamLineWords = 32;
 inline constexpr int kStreamCounterWords = 2 * 2 * kStreamLineWords;
-// Shared memory of a stream workgroup, in floats: each lane's per-channel S1 and S2, the
-// channels' shifts, gamma and beta.
-HIPGN_HD std::int64_t stream_cl_smem_floats(std::int64_t c, int lanes) { return (2 * std::int64_t(lanes) + 3) * c; }
+// Shared memory of a stream workgroup, in floats: each lane's per-channel S1 and S2, then the
+// forward's channel shifts, gamma and beta (3 C), the backward's gamma and beta and an item's
+// per-channel then per-group sums (4 C).
+HIPGN_HD std::int64_t stream_cl_smem_floats(std::int64_t c, int lanes, bool backward = false) {
+  return (2 * std::int64_t(lanes) + (backward ? 4 : 3)) * c;
+}
+// Threads a compute unit runs of a stream kernel (its launch bounds), and so how many items the
+// runtime cuts a problem into: the forward's thread holds 3 values a channel (64 registers at
+// 1024 threads), the backward's 5 (128 at 512); twice the column vectors, half the threads.
+constexpr HIPGN_HD int stream_threads_per_cu(bool backward, int per_thread) {
+  return (backward ? 512 : 1024) / (per_thread == 1 ? 1 : 2);
+}
 
 }  // namespace hipgn

@@ -41,10 +41,55 @@ __device__ __forceinline__ void grid_barrier(std::uint32_t* counters, int k) {
   __syncthreads();
 }
 
+// Workgroups a compute unit runs at once (the launch bounds): stream_threads_per_cu.
 template <typename Traits>
-inline constexpr int kStreamMinBlocks = (Traits::kPerThread == 1 ? 1024 : 512) / Traits::kBlockSize > 0
-                                            ? (Traits::kPerThread == 1 ? 1024 : 512) / Traits::kBlockSize
-                                            : 1;
+inline constexpr int kStreamMinBlocks =
+    stream_threads_per_cu(Traits::kOp != Op::fwd, Traits::kPerThread) / Traits::kBlockSize > 0
+        ? stream_threads_per_cu(Traits::kOp != Op::fwd, Traits::kPerThread) / Traits::kBlockSize
+        : 1;
+
+// What both stream kernels (forward and backward) share: the workgroup's geometry (a thread's
+// column vectors, its lane, the rows a lane takes) and where an item's rows are. Rows, parts
+// and items are below 2^31 (the support check): 32-bit index arithmetic.
+template <typename Traits>
+struct StreamGeometry {
+  static constexpr int V = Traits::kVectorSize, E = Traits::kPerThread;
+  int c, hw, parts, items, part_rows, groups, cpg, lanes, lane, row_vectors;
+  bool active;
+  int cols[E];               // this thread's column vectors, -1 past the row
+  std::int64_t lane_stride;  // vectors between a thread's rows
+
+  __device__ __forceinline__ explicit StreamGeometry(const Params& p)
+      : c(int(p.channels)), hw(int(p.spatial_size)), parts(p.slices), items(int(p.items)),
+        part_rows(int(p.part_rows)), groups(int(p.groups_per_sample)), cpg(int(p.channels_per_group)) {
+    const StreamShape shape = stream_cl_shape(c, V, Traits::kBlockSize);
+    const int t = threadIdx.x, per_row = shape.threads_per_row, tc = t % per_row;
+    lanes = shape.lanes;
+    lane = t / per_row;
+    active = lane < lanes;
+    row_vectors = c / V;
+#pragma unroll
+    for (int j = 0; j < E; ++j)
+      cols[j] = active && j < shape.cols && tc + j * per_row < row_vectors ? tc + j * per_row : -1;
+    lane_stride = std::int64_t(lanes) * row_vectors;
+  }
+  // item -> its sample, the sample's first vector, the item's first row and row count
+  __device__ __forceinline__ int locate(const Params& p, int item, std::int64_t& base, int& r0, int& rows) const {
+    const int n = int(p.slices_div.div(std::uint32_t(item)));
+    r0 = (item - n * parts) * part_rows;
+    rows = hw - r0 < part_rows ? hw - r0 : part_rows;
+    base = std::int64_t(n) * hw * row_vectors;
+    return n;
+  }
+  // this thread's rows of an item: r0 + lane + m * lanes, m < mine
+  __device__ __forceinline__ int mine(int rows) const {
+    return active && rows > lane ? (rows - lane + lanes - 1) / lanes : 0;
+  }
+  // rows of part q of a sample
+  __device__ __forceinline__ int part_rows_of(int q) const {
+    return hw - q * part_rows < part_rows ? hw - q * part_rows : part_rows;
+  }
+};
 
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) fwd_stream_cl_kernel(Params p) {
@@ -55,35 +100,19 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
   extern __shared__ __align__(16) unsigned char dynamic_smem[];
   // shared memory (stream_cl_smem_floats): [2][lanes][C] S1 and S2 (later scale and shift),
   // [C] the shifts K, [2][C] gamma and beta
-  // rows, parts and items are below 2^31 (the support check): 32-bit index arithmetic
-  const int c = int(p.channels), hw = int(p.spatial_size), parts = p.slices, items = int(p.items);
-  const int part_rows = int(p.part_rows);
-  const int groups = int(p.groups_per_sample), cpg = int(p.channels_per_group);
-  const StreamShape shape = stream_cl_shape(c, V, B);
-  const int t = threadIdx.x, lanes = shape.lanes, per_row = shape.threads_per_row;
-  const int lane = t / per_row, tc = t % per_row;
-  const bool active = lane < lanes;
-  const int row_vectors = c / V;
+  const StreamGeometry<Traits> sg(p);
+  const int c = sg.c, hw = sg.hw, parts = sg.parts, items = sg.items, part_rows = sg.part_rows;
+  const int groups = sg.groups, cpg = sg.cpg, t = threadIdx.x, lanes = sg.lanes, lane = sg.lane;
+  const int(&cols)[E] = sg.cols;
+  const std::int64_t lane_stride = sg.lane_stride;
+  const int row_vectors = sg.row_vectors;
   float* red = reinterpret_cast<float*>(dynamic_smem);
   float* shift_k = red + 2 * lanes * c;
   float* affine = shift_k + c;
-  // this thread's column vectors, -1 past the row
-  int cols[E];
-#pragma unroll
-  for (int j = 0; j < E; ++j)
-    cols[j] = active && j < shape.cols && tc + j * per_row < row_vectors ? tc + j * per_row : -1;
-  const std::int64_t lane_stride = std::int64_t(lanes) * row_vectors;  // vectors between a thread's rows
   const T* x = static_cast<const T*>(p.x);
   T* y = static_cast<T*>(p.y);
-  // item -> its sample's first vector, first row and row count
-  auto locate = [&](int item, std::int64_t& base, int& r0, int& rows) {
-    const int n = int(p.slices_div.div(std::uint32_t(item)));
-    r0 = (item - n * parts) * part_rows;
-    rows = hw - r0 < part_rows ? hw - r0 : part_rows;
-    base = std::int64_t(n) * hw * row_vectors;
-  };
-  // this thread's rows of an item: r0 + lane + m * lanes, m < mine
-  auto mine_of = [&](int rows) { return active && rows > lane ? (rows - lane + lanes - 1) / lanes : 0; };
+  auto locate = [&](int item, std::int64_t& base, int& r0, int& rows) { sg.locate(p, item, base, r0, rows); };
+  auto mine_of = [&](int rows) { return sg.mine(rows); };
 
   {
     // gamma and beta, staged for phase 3 now: their loads are off its critical path
@@ -200,7 +229,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
         for (int b = 0; b < kBatch; ++b) {
           const int q = q0 + b * kWarpSize;
           if (q < parts) {
-            const int rows = hw - q * part_rows < part_rows ? hw - q * part_rows : part_rows;
+            const int rows = sg.part_rows_of(q);
             st = merge(st, Stats{float(rows) * float(cpg), mean[b], m2[b]});
           }
         }
