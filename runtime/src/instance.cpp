@@ -150,13 +150,16 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
               std::to_string(spec_.chunk_elements()) + " held on chip");
   if (family.splits_group && slices(p) < 0)
     return no("the group needs more than " + std::to_string(kMaxSlices) + " slices");
-  if (family.splits_group && describe(p.op).backward) {
-    // both passes run one-dimensional grids: N*G x units (C/G channels-first, C/G/V vector
-    // columns channels-last) and N*G x slices workgroups (groupnorm_bwd.hpp)
-    const std::int64_t units = p.layout == Layout::channels_first ? p.channels_per_group() : p.channels_per_group() / v;
-    if (p.num_groups() * std::max<std::int64_t>(units, slices(p)) > INT_MAX)
-      return no("the backward's grid of N*G x " + std::to_string(std::max<std::int64_t>(units, slices(p))) +
-                " workgroups exceeds 2^31-1");
+  if (family.splits_group) {
+    // both passes run one-dimensional grids (groupnorm_fwd.hpp, groupnorm_bwd.hpp) of N*G x
+    // slices workgroups, and the backward's first N*G x units (C/G channels-first, C/G/V
+    // vector columns channels-last)
+    const std::int64_t units = !describe(p.op).backward            ? 0
+                               : p.layout == Layout::channels_first ? p.channels_per_group()
+                                                                    : p.channels_per_group() / v;
+    const std::int64_t per_group = std::max<std::int64_t>(units, slices(p));
+    if (p.num_groups() * per_group > INT_MAX)
+      return no("the grid of N*G x " + std::to_string(per_group) + " workgroups exceeds 2^31-1");
   }
   return true;
 }

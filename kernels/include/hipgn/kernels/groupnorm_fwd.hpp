@@ -143,11 +143,13 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_looped_kernel(Params p
 }
 
 // Family split, pass 1: workgroup (group, slice) writes the statistics of its slice of
-// kBlockSize * kPerThread vectors to the workspace.
+// kBlockSize * kPerThread vectors to the workspace. Group after group (the slice fastest), so
+// that the groups read last are the last ones, where pass 2 starts.
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize) fwd_split_stats_kernel(Params p) {
   constexpr std::int64_t kChunk = std::int64_t(Traits::kBlockSize) * Traits::kPerThread;
-  const std::int64_t group = blockIdx.x, slice = blockIdx.y;
+  const std::uint32_t slices = std::uint32_t(p.slices);
+  const std::int64_t group = blockIdx.x / slices, slice = blockIdx.x - group * slices;
   const GroupView<Traits> view(p, group);
   const std::int64_t first = slice * kChunk, end = first + kChunk < p.vectors ? first + kChunk : p.vectors;
   const Stats s = block_merge<Traits::kBlockSize>(accumulate<Traits>(p, view, first, end));
@@ -160,11 +162,13 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_split_stats_kernel(Par
 }
 
 // Family split, pass 2: every workgroup of a group merges the group's partials (the same
-// order in each, so all agree to the bit) and normalizes its slice; x comes back mostly from L2.
+// order in each, so all agree to the bit) and normalizes its slice. In reverse order: the
+// groups pass 1 read last come first, while their x is in L2.
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize) fwd_split_apply_kernel(Params p) {
   constexpr std::int64_t kChunk = std::int64_t(Traits::kBlockSize) * Traits::kPerThread;
-  const std::int64_t group = blockIdx.x, slice = blockIdx.y;
+  const std::uint32_t slices = std::uint32_t(p.slices), b = gridDim.x - 1 - blockIdx.x;
+  const std::int64_t group = b / slices, slice = b - group * slices;
   const GroupView<Traits> view(p, group);
   Stats s{0.f, 0.f, 0.f};
   for (std::int64_t i = threadIdx.x; i < p.slices; i += Traits::kBlockSize) {
@@ -200,7 +204,8 @@ struct FwdLauncher<Traits, Family::looped> {
 template <typename Traits>
 struct FwdLauncher<Traits, Family::split> {
   static hipError_t launch(const Params& p, hipStream_t stream) {
-    const dim3 grid(p.num_groups, p.slices);
+    // one-dimensional (at most 2^31 - 1 workgroups: Instance::supports)
+    const dim3 grid(unsigned(std::int64_t(p.num_groups) * p.slices));
     fwd_split_stats_kernel<Traits><<<grid, dim3(Traits::kBlockSize), 0, stream>>>(p);
     const hipError_t e = hipGetLastError();
     if (e != hipSuccess) return e;
