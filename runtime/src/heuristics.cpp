@@ -86,11 +86,13 @@ RuleTables sm_90() {
       // 37.3 -> 26.2, r50_7x2048_n32 47.8 -> 39.1) except where few groups of 16-byte vectors
       // split well below 96 KB a compute unit (sd15_32x1280 split 24.5 against 27.7;
       // sdxl_32x2560 33.6 against 38.3; det_25x42x2048 28.7 against 32.4; sd15_16x2560 17.4
-      // against 22.8) ...
-      Rule{Family::split, 1.0, 4096, "channels-last, a small tensor, 16-byte vectors: several workgroups per group",
+      // against 22.8) from C = 1024: below, its first pass has too few workgroups, N*C/V
+      // column vectors of whole samples (vae_64x512, 64 of them: split 33.1 us, stream 25.5) ...
+      Rule{Family::split, 1.0, 4096, "channels-last, a small tensor, C >= 1024, 16-byte vectors: several workgroups per group",
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
           .bytes_per_cu(0, kSmallBytesPerCu)
-          .vector_bytes(16),
+          .vector_bytes(16)
+          .channels_from(1024),
       // ... and below 32 KB a compute unit (4.2 MB on 132) its fixed cost loses to the older
       // families (odd_97x89_c96_cg3, 3.3 MB: resident 20.9 us, stream 23.5; sd15_32x640, 2.6
       // MB: split 21.5, stream 23.5; sd15_32x960, 3.9 MB: stream 25.1, resident 28.0).
@@ -214,7 +216,7 @@ const Instance* heuristic_choice(const Registry& reg, const DeviceInfo& dev, con
   for (const Rule& rule : rules(p.op, dev.target())) {
     if (groups_per_cu >= rule.max_groups_per_cu || groups_per_cu < rule.min_groups_per_cu ||
         p.group_elements() < rule.min_group_elements || p.group_elements() > rule.max_group_elements ||
-        p.c > rule.max_channels || !(rule.layouts & (1 << int(p.layout))) ||
+        p.c > rule.max_channels || p.c < rule.min_channels || !(rule.layouts & (1 << int(p.layout))) ||
         bytes_per_cu < rule.min_bytes_per_cu || bytes_per_cu >= rule.max_bytes_per_cu)
       continue;
     const Instance* best = nullptr;

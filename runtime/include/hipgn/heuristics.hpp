@@ -67,6 +67,7 @@ struct Rule {
   // and x holds at least min and below max bytes a compute unit (the size against the device)
   double min_bytes_per_cu = 0, max_bytes_per_cu = std::numeric_limits<double>::infinity();
   int min_vector_bytes = 0;           // and the family's best instance moves this many bytes an access
+  std::int64_t min_channels = 0;      // and C is at least this
   static constexpr int kAnyLayout = 3, kChannelsFirst = 1, kChannelsLast = 2;
 
   Rule bytes_per_cu(double min, double max) const {
@@ -77,6 +78,11 @@ struct Rule {
   Rule vector_bytes(int bytes) const {
     Rule r = *this;
     r.min_vector_bytes = bytes;
+    return r;
+  }
+  Rule channels_from(std::int64_t c) const {
+    Rule r = *this;
+    r.min_channels = c;
     return r;
   }
 };
