@@ -37,9 +37,24 @@ struct StreamBwdChannel {
   float mean, rstd, slope, beta;
 };
 
-template <typename Traits, typename Channel, typename DyPrime>
-__device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeometry<Traits>& sg, const float* affine, float* weighted,
-                              float* red, Channel channel, DyPrime dy_prime);
+// One vector of x and dy widened to x - mean (d) and dy' (g), channel by channel: what both
+// passes over the rows compute first.
+template <Activation kAct, typename VecT, int V>
+__device__ __forceinline__ void stream_bwd_terms(const VecT& rx, const VecT& rdy, const StreamBwdChannel (&k)[V],
+                                                 float swish_beta, float (&d)[V], float (&g)[V]) {
+  widen(rx, d);
+  widen(rdy, g);
+#pragma unroll
+  for (int i = 0; i < V; ++i) {
+    d[i] -= k[i].mean;
+    if constexpr (kAct != Activation::none)
+      g[i] *= activation_grad<kAct>(fmaf(k[i].slope, d[i], k[i].beta), swish_beta);
+  }
+}
+
+template <typename Traits, typename Channel>
+__device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeometry<Traits>& sg, const float* affine,
+                                              float* weighted, float* red, Channel channel);
 
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) bwd_stream_cl_kernel(Params p) {
@@ -77,11 +92,6 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     const float mean = p.mean[gi], rstd = p.rstd[gi];
     return StreamBwdChannel{mean, rstd, affine[ch] * rstd, affine[c + ch]};
   };
-  // dy' of one element, given x - mean
-  auto dy_prime = [&](const StreamBwdChannel& k, float d, float g) {
-    if constexpr (kAct != Activation::none) g *= activation_grad<kAct>(fmaf(k.slope, d, k.beta), p.swish_beta);
-    return g;
-  };
 
   // Phase 1: per-channel sums of each item.
   for (int item = blockIdx.x; item < sg.items; item += gridDim.x) {
@@ -117,14 +127,12 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
 #pragma unroll
         for (int j = 0; j < E; ++j) {
           if (cols[j] >= 0 && m + u < mine) {
-            float xv[V], gv[V];
-            widen(rx[u][j], xv);
-            widen(rdy[u][j], gv);
+            float d[V], g[V];
+            stream_bwd_terms<kAct>(rx[u][j], rdy[u][j], k[j], p.swish_beta, d, g);
 #pragma unroll
             for (int i = 0; i < V; ++i) {
-              const float d = xv[i] - k[j][i].mean, g = dy_prime(k[j][i], d, gv[i]);
-              s1[j][i] += g;
-              s2[j][i] = fmaf(g, d, s2[j][i]);
+              s1[j][i] += g[i];
+              s2[j][i] = fmaf(g[i], d[i], s2[j][i]);
             }
           }
         }
@@ -196,13 +204,13 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
       static_cast<Gm*>(p.dgamma)[ch] = from_float<Gm>(b);
       static_cast<Gm*>(p.dbeta)[ch] = from_float<Gm>(a);
     }
-  if constexpr (kWritesDx<Traits>) stream_bwd_dx<Traits>(p, sg, affine, weighted, red, channel, dy_prime);
+  if constexpr (kWritesDx<Traits>) stream_bwd_dx<Traits>(p, sg, affine, weighted, red, channel);
 }
 
 // Phase 3b: dx, items and rows in reverse.
-template <typename Traits, typename Channel, typename DyPrime>
+template <typename Traits, typename Channel>
 __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeometry<Traits>& sg, const float* affine,
-                                              float* weighted, float* red, Channel channel, DyPrime dy_prime) {
+                                              float* weighted, float* red, Channel channel) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread, U = kStreamUnroll;
   using T = typename Traits::XType;
   using VecT = Vec<T, V>;
@@ -271,15 +279,11 @@ __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeome
 #pragma unroll
         for (int j = 0; j < E; ++j) {
           if (cols[j] >= 0 && m - u >= 0) {
-            float xv[V], gv[V];
-            widen(rx[u][j], xv);
-            widen(rdy[u][j], gv);
+            float d[V], g[V];
+            stream_bwd_terms<Traits::kActivation>(rx[u][j], rdy[u][j], k[j], p.swish_beta, d, g);
 #pragma unroll
-            for (int i = 0; i < V; ++i) {
-              const float d = xv[i] - k[j][i].mean, g = dy_prime(k[j][i], d, gv[i]);
-              xv[i] = fmaf(k[j][i].slope, g, fmaf(dslope[j][i], d, dconst[j][i]));
-            }
-            dxs[(m - u) * sg.lane_stride + cols[j]] = narrow<T, V>(xv);
+            for (int i = 0; i < V; ++i) d[i] = fmaf(k[j][i].slope, g[i], fmaf(dslope[j][i], d[i], dconst[j][i]));
+            dxs[(m - u) * sg.lane_stride + cols[j]] = narrow<T, V>(d);
           }
         }
     }
