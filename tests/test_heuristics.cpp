@@ -49,8 +49,9 @@ TEST(Heuristics, RandomCorpusAlwaysGetsASupportingInstance) {
   }
 }
 
-const Instance* choose(const Shape& s, Layout layout, DataType dt = DataType::f16) {
-  const Problem p = make_problem(s, dt, dt, layout, Activation::swish);
+const Instance* choose(const Shape& s, Layout layout, DataType dt = DataType::f16, Op op = Op::fwd) {
+  Problem p = make_problem(s, dt, dt, layout, Activation::swish);
+  p.op = op;
   return heuristic_choice(Registry::global(), kH100, p);
 }
 
@@ -67,8 +68,9 @@ bool built_resident(Layout layout) {
 }
 
 // Whether some built instance of family f supports the problem (presets differ in reach).
-bool reaches(Family f, const Shape& s, Layout layout) {
-  const Problem p = make_problem(s, DataType::f16, DataType::f16, layout, Activation::swish);
+bool reaches(Family f, const Shape& s, Layout layout, Op op = Op::fwd) {
+  Problem p = make_problem(s, DataType::f16, DataType::f16, layout, Activation::swish);
+  p.op = op;
   for (const Instance* i : Registry::global().bucket(Key::of(p)))
     if (i->spec().family == f && i->supports(p, nullptr, nullptr, kH100.compute_units)) return true;
   return false;
@@ -139,6 +141,47 @@ TEST(Heuristics, SmallChannelsLastTensorsWithNarrowVectorsStream) {
   EXPECT_EQ(choose({2, 320, {64, 64}, 32}, Layout::channels_last)->spec().family, Family::stream);
   // the same shape at 10x the channels' bytes a compute unit streams even with C/G = 40
   EXPECT_EQ(choose({2, 1280, {96, 96}, 32}, Layout::channels_last)->spec().family, Family::stream);
+}
+
+// The channels-last backward (bench/NOTES.md, "The stream backward"): the stream family from 32
+// KB of x a compute unit, split first for few groups at C >= 1024 with 16-byte vectors.
+TEST(Heuristics, ChannelsLastBackwardStreamsFromFourMegabytes) {
+  // SD 64x64 C=320: 5.2 MB, 40 KB a compute unit
+  if (!reaches(Family::stream, {2, 320, {64, 64}, 32}, Layout::channels_last, Op::bwd))
+    GTEST_SKIP() << "no backward stream instance of this build reaches SD 64x64 channels-last";
+  const Instance* inst = choose({2, 320, {64, 64}, 32}, Layout::channels_last, DataType::f16, Op::bwd);
+  ASSERT_NE(inst, nullptr);
+  EXPECT_EQ(inst->spec().family, Family::stream) << inst->name();
+  // VAE 64x64 C=512, N=1: 4.19 MB, just under 32 KB a compute unit, and C < 1024: neither
+  // stream nor split (its split's first pass would have 64 workgroups)
+  const Instance* small = choose({1, 512, {64, 64}, 32}, Layout::channels_last, DataType::f16, Op::bwd);
+  ASSERT_NE(small, nullptr);
+  EXPECT_NE(small->spec().family, Family::stream) << small->name();
+  EXPECT_NE(small->spec().family, Family::split) << small->name();
+}
+
+TEST(Heuristics, ChannelsLastBackwardSplitsFewWideGroupsFromC1024) {
+  // SD 32x32 C=1280: 5.2 MB, 64 groups of C/G = 40
+  if (!reaches(Family::split, {2, 1280, {32, 32}, 32}, Layout::channels_last, Op::bwd))
+    GTEST_SKIP() << "no backward split instance of this build reaches SD 32x32 C=1280 channels-last";
+  const Instance* inst = choose({2, 1280, {32, 32}, 32}, Layout::channels_last, DataType::f16, Op::bwd);
+  ASSERT_NE(inst, nullptr);
+  EXPECT_EQ(inst->spec().family, Family::split) << inst->name();
+  EXPECT_EQ(inst->spec().vector, 8) << inst->name();
+}
+
+// The channels-first backward reads peeled runs (groupnorm_bwd.hpp): a spatial size the vector
+// does not divide still gets 16-byte vectors, not the generic scalar instance.
+TEST(Heuristics, OddSpatialChannelsFirstBackwardKeepsWideVectors) {
+  // 127x127 C=320 (split), ResNet 7x7 C=2048 at N=32 (onchip: 3136-element groups)
+  for (const Shape& s : {Shape{1, 320, {127, 127}, 32}, Shape{32, 2048, {7, 7}, 32}}) {
+    const Instance* inst = choose(s, Layout::channels_first, DataType::f16, Op::bwd);
+    if (!inst) GTEST_SKIP() << "no backward instances in this build";
+    if (!reaches(Family::split, s, Layout::channels_first, Op::bwd) &&
+        !reaches(Family::onchip, s, Layout::channels_first, Op::bwd))
+      continue;  // a preset without them
+    EXPECT_EQ(inst->spec().vector, 8) << inst->name();
+  }
 }
 
 TEST(Heuristics, ChannelsLastSamplesTooLargeForResidentSplit) {
