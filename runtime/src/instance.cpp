@@ -41,6 +41,11 @@ std::string misaligned(const Problem& p, const Tensors* t, std::int64_t vector) 
   return {};
 }
 const char* layout_words(Layout l) { return l == Layout::channels_first ? "channels-first " : "channels-last "; }
+// The stream family's pairs of floats an item (and a sample) exchanges: the forward's per-group
+// (mean, M2), the backward's per-channel (S1, S2) (stream_fwd.hpp, stream_bwd.hpp).
+std::size_t stream_pairs(const Problem& p) {
+  return describe(p.op).backward ? std::size_t(p.c) : std::size_t(p.groups);
+}
 // The element offset of x from a 16-byte (`vector`-element) boundary: where a peeled run's
 // head ends (common.hpp: Peel).
 int phase_of(const Problem& p, const Tensors& t, std::int64_t vector) {
@@ -231,11 +236,9 @@ std::size_t Instance::workspace_bytes(const Problem& p, int compute_units) const
   const FamilyDescriptor& family = describe(spec_.family);
   const OpDescriptor& op = describe(p.op);
   if (family.streams) {
-    // two barrier counters, then pairs of floats: the forward's items' per-group partials and the
-    // groups' statistics, the backward's items' per-channel partials and the samples' sums
-    const std::size_t per = op.backward ? std::size_t(p.c) : std::size_t(p.groups);
+    // two barrier counters, then the items' partials and the samples' totals
     return resident_counter_bytes(kStreamCounterWords) +
-           (std::size_t(stream_items(p, compute_units).items) * per + std::size_t(p.n) * per) * 2 * sizeof(float);
+           (std::size_t(stream_items(p, compute_units).items) + std::size_t(p.n)) * stream_pairs(p) * 2 * sizeof(float);
   }
   if (family.persistent) {
     const ResidentShape r = resident_shape(p);
@@ -319,8 +322,7 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
     k.cpg_div = FastDivmod::make(std::uint64_t(cg));
     k.counters = static_cast<std::uint32_t*>(workspace);
     k.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + resident_counter_bytes(kStreamCounterWords));
-    const std::size_t per = d.backward ? std::size_t(p.c) : std::size_t(p.groups);  // as workspace_bytes
-    k.group_stats = k.partials + std::size_t(s.items) * per * 2;
+    k.group_stats = k.partials + std::size_t(s.items) * stream_pairs(p) * 2;
   }
   if (workspace_bytes(p, compute_units) && !workspace) return Status::error(StatusCode::invalid_argument, name_ + " needs a workspace");
   const hipError_t e = launch_(k, stream);

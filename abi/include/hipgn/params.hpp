@@ -76,7 +76,7 @@ struct Params {
   FastDivmod slices_div;           // item -> (unit, slice) without a 64-bit division
   FastDivmod groups_div;           // group -> (sample, group of the sample)
   FastDivmod cpg_div;              // channel -> its group (C/G)
-  // (these four and phase: every family)
+  // (these three and phase: set for every family)
   std::int64_t group_elements;     // M = C/G * spatial
   std::int64_t spatial_size;       // HW
   FastDivmod spatial;              // channels-first: channel of a group-relative element
