@@ -67,6 +67,13 @@ __device__ __forceinline__ void store_channel_sums(const Params& p, std::int64_t
   w[0] = s1;
   w[1] = s2;
 }
+// A wavefront's lanes' shares of channel c's sums, added and stored by its first lane.
+__device__ __forceinline__ void store_warp_channel_sums(const Params& p, std::int64_t sample, std::int64_t c, int lane,
+                                                        float s1, float s2) {
+  s1 = warp_sum(s1);
+  s2 = warp_sum(s2);
+  if (lane == 0) store_channel_sums(p, sample, c, s1, s2);
+}
 
 // One unit of a group's channels, summed over the workgroup: channels-first, the channel row
 // u (one channel); channels-last, the column of vectors u (kVectorSize consecutive channels).
@@ -324,9 +331,7 @@ __device__ __forceinline__ void bwd_onchip_span(const Params& p, const GroupView
     for (std::int64_t c = warp; c < p.channels_per_group; c += kWarps) {
       float t1 = 0.f, t2 = 0.f;
       for (std::int64_t k = lane; k < hw; k += kWarpSize) t1 += s1[c * hw + k], t2 += s2[c * hw + k];
-      t1 = warp_sum(t1);
-      t2 = warp_sum(t2);
-      if (lane == 0) store_channel_sums(p, sample, view.channel0 + c, t1, t2);
+      store_warp_channel_sums(p, sample, view.channel0 + c, lane, t1, t2);
     }
   }
   if constexpr (kWritesDx<Traits>) {
@@ -427,9 +432,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p
           t1 += s1[slot], t2 += s2[slot];
         }
       }
-      t1 = warp_sum(t1);
-      t2 = warp_sum(t2);
-      if (lane == 0) store_channel_sums(p, sample, view.channel0 + c, t1, t2);
+      store_warp_channel_sums(p, sample, view.channel0 + c, lane, t1, t2);
     }
   }
   if constexpr (kWritesDx<Traits>) {

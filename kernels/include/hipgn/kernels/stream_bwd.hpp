@@ -52,9 +52,88 @@ __device__ __forceinline__ void stream_bwd_terms(const VecT& rx, const VecT& rdy
   }
 }
 
+// Phase 3b of the kernel below: dx, items and rows in reverse.
 template <typename Traits, typename Channel>
 __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeometry<Traits>& sg, const float* affine,
-                                              float* weighted, float* red, Channel channel);
+                                              float* weighted, float* red, Channel channel) {
+  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread, U = kStreamUnroll;
+  using T = typename Traits::XType;
+  using VecT = Vec<T, V>;
+  const int c = sg.c, groups = sg.groups, cpg = sg.cpg, t = threadIdx.x, lane = sg.lane;
+  const int(&cols)[E] = sg.cols;
+  const T* x = static_cast<const T*>(p.x);
+  const T* dy = static_cast<const T*>(p.dy);
+  const float2* totals = reinterpret_cast<const float2*>(p.group_stats);
+  const float inv_m = 1.f / (float(cpg) * float(sg.hw));
+  const int first_item = int(blockIdx.x), step = int(gridDim.x);
+  for (int item = first_item + (sg.items - 1 - first_item) / step * step; item >= 0; item -= step) {
+    std::int64_t base;
+    int r0, rows;
+    const int n = sg.locate(p, item, base, r0, rows);
+    // the sample's A/M, B/M per group: gamma S1 and gamma S2 per channel, then a wavefront per
+    // group adds its channels (into red, free since phase 1)
+    __syncthreads();  // the previous item's sums were read
+    for (int ch = t; ch < c; ch += B) {
+      const float2 v = load_shared_partial(totals + std::int64_t(n) * c + ch);
+      weighted[ch] = affine[ch] * v.x;
+      weighted[c + ch] = affine[ch] * v.y;
+    }
+    __syncthreads();
+    for (int g = t / kWarpSize; g < groups; g += B / kWarpSize) {
+      float a = 0.f, b = 0.f;
+      for (int i = t % kWarpSize; i < cpg; i += kWarpSize) a += weighted[g * cpg + i], b += weighted[c + g * cpg + i];
+      a = warp_sum(a);
+      b = warp_sum(b);
+      if (t % kWarpSize == 0) red[g] = a * inv_m, red[groups + g] = b * inv_m;
+    }
+    __syncthreads();
+    StreamBwdChannel k[E][V];
+    float dslope[E][V], dconst[E][V];  // dx = slope dy' + dslope (x - mean) + dconst
+#pragma unroll
+    for (int j = 0; j < E; ++j)
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        if (cols[j] >= 0) {
+          k[j][i] = channel(n, j, i);
+          const int g = int(p.cpg_div.div(std::uint32_t(cols[j] * V + i)));
+          dslope[j][i] = -k[j][i].rstd * k[j][i].rstd * red[groups + g];
+          dconst[j][i] = -k[j][i].rstd * red[g];
+        } else {
+          k[j][i] = StreamBwdChannel{0.f, 0.f, 0.f, 0.f};
+          dslope[j][i] = dconst[j][i] = 0.f;
+        }
+      }
+    const int mine = sg.mine(rows);
+    const std::int64_t first = base + std::int64_t(r0 + lane) * sg.row_vectors;
+    const VecT* xs = reinterpret_cast<const VecT*>(x) + first;
+    const VecT* dys = reinterpret_cast<const VecT*>(dy) + first;
+    VecT* dxs = static_cast<VecT*>(p.dx) + first;
+#pragma unroll 1
+    for (int m = mine - 1; m >= 0; m -= U) {
+      VecT rx[U][E], rdy[U][E];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int j = 0; j < E; ++j)
+          if (cols[j] >= 0 && m - u >= 0) {
+            rx[u][j] = xs[(m - u) * sg.lane_stride + cols[j]];
+            rdy[u][j] = dys[(m - u) * sg.lane_stride + cols[j]];
+          }
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int j = 0; j < E; ++j) {
+          if (cols[j] >= 0 && m - u >= 0) {
+            float d[V], g[V];
+            stream_bwd_terms<Traits::kActivation>(rx[u][j], rdy[u][j], k[j], p.swish_beta, d, g);
+#pragma unroll
+            for (int i = 0; i < V; ++i) d[i] = fmaf(k[j][i].slope, g[i], fmaf(dslope[j][i], d[i], dconst[j][i]));
+            dxs[(m - u) * sg.lane_stride + cols[j]] = narrow<T, V>(d);
+          }
+        }
+    }
+  }
+}
 
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) bwd_stream_cl_kernel(Params p) {
@@ -137,19 +216,16 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
           }
         }
     }
-    __syncthreads();  // the previous item's lanes were read
 #pragma unroll
     for (int j = 0; j < E; ++j)
-      if (cols[j] >= 0)
 #pragma unroll
-        for (int i = 0; i < V; ++i) {
-          red[lane * c + cols[j] * V + i] = s1[j][i];
-          red[(lanes + lane) * c + cols[j] * V + i] = s2[j][i] * k[j][i].rstd;
-        }
+      for (int i = 0; i < V; ++i) s2[j][i] *= k[j][i].rstd;  // S2 = rstd sum dy' (x - mean)
+    __syncthreads();  // the previous item's lanes were read
+    sg.stage_lane(red, s1, s2);
     __syncthreads();
     for (int ch = t; ch < c; ch += B) {
-      float a = 0.f, b = 0.f;
-      for (int l = 0; l < lanes; ++l) a += red[l * c + ch], b += red[(lanes + l) * c + ch];
+      float a, b;
+      sg.lane_total(red, ch, a, b);
       partials[std::int64_t(item) * c + ch] = make_float2(a, b);
     }
   }
@@ -205,89 +281,6 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
       static_cast<Gm*>(p.dbeta)[ch] = from_float<Gm>(a);
     }
   if constexpr (kWritesDx<Traits>) stream_bwd_dx<Traits>(p, sg, affine, weighted, red, channel);
-}
-
-// Phase 3b: dx, items and rows in reverse.
-template <typename Traits, typename Channel>
-__device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeometry<Traits>& sg, const float* affine,
-                                              float* weighted, float* red, Channel channel) {
-  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread, U = kStreamUnroll;
-  using T = typename Traits::XType;
-  using VecT = Vec<T, V>;
-  const int c = sg.c, groups = sg.groups, cpg = sg.cpg, t = threadIdx.x, lane = sg.lane;
-  const int(&cols)[E] = sg.cols;
-  const T* x = static_cast<const T*>(p.x);
-  const T* dy = static_cast<const T*>(p.dy);
-  const float2* totals = reinterpret_cast<const float2*>(p.group_stats);
-  const float inv_m = 1.f / (float(cpg) * float(sg.hw));
-  const int first_item = int(blockIdx.x), step = int(gridDim.x);
-  for (int item = first_item + (sg.items - 1 - first_item) / step * step; item >= 0; item -= step) {
-    std::int64_t base;
-    int r0, rows;
-    const int n = sg.locate(p, item, base, r0, rows);
-    // the sample's A/M, B/M per group: gamma S1 and gamma S2 per channel, then a wavefront per
-    // group adds its channels (into red, free since phase 1)
-    __syncthreads();  // the previous item's sums were read
-    for (int ch = t; ch < c; ch += B) {
-      const float2 v = load_shared_partial(totals + std::int64_t(n) * c + ch);
-      weighted[ch] = affine[ch] * v.x;
-      weighted[c + ch] = affine[ch] * v.y;
-    }
-    __syncthreads();
-    for (int g = t / kWarpSize; g < groups; g += B / kWarpSize) {
-      float a = 0.f, b = 0.f;
-      for (int i = t % kWarpSize; i < cpg; i += kWarpSize) a += weighted[g * cpg + i], b += weighted[c + g * cpg + i];
-      a = warp_sum(a);
-      b = warp_sum(b);
-      if (t % kWarpSize == 0) red[g] = a * inv_m, red[groups + g] = b * inv_m;
-    }
-    __syncthreads();
-    StreamBwdChannel k[E][V];
-    float dslope[E][V], dconst[E][V];  // dx = slope dy' + dslope (x - mean) + dconst
-#pragma unroll
-    for (int j = 0; j < E; ++j)
-#pragma unroll
-      for (int i = 0; i < V; ++i) {
-        if (cols[j] >= 0) {
-          k[j][i] = channel(n, j, i);
-          const int g = int(p.cpg_div.div(std::uint32_t(cols[j] * V + i)));
-          dslope[j][i] = -k[j][i].rstd * k[j][i].rstd * red[groups + g];
-          dconst[j][i] = -k[j][i].rstd * red[g];
-        } else {
-          k[j][i] = StreamBwdChannel{0.f, 0.f, 0.f, 0.f};
-          dslope[j][i] = dconst[j][i] = 0.f;
-        }
-      }
-    const int mine = sg.mine(rows);
-    const std::int64_t first = base + std::int64_t(r0 + lane) * sg.row_vectors;
-    const VecT* xs = reinterpret_cast<const VecT*>(x) + first;
-    const VecT* dys = reinterpret_cast<const VecT*>(dy) + first;
-    VecT* dxs = static_cast<VecT*>(p.dx) + first;
-#pragma unroll 1
-    for (int m = mine - 1; m >= 0; m -= U) {
-      VecT rx[U][E], rdy[U][E];
-#pragma unroll
-      for (int u = 0; u < U; ++u)
-#pragma unroll
-        for (int j = 0; j < E; ++j)
-          if (cols[j] >= 0 && m - u >= 0) {
-            rx[u][j] = xs[(m - u) * sg.lane_stride + cols[j]];
-            rdy[u][j] = dys[(m - u) * sg.lane_stride + cols[j]];
-          }
-#pragma unroll
-      for (int u = 0; u < U; ++u)
-#pragma unroll
-        for (int j = 0; j < E; ++j) {
-          if (cols[j] >= 0 && m - u >= 0) {
-            float d[V], g[V];
-            stream_bwd_terms<Traits::kActivation>(rx[u][j], rdy[u][j], k[j], p.swish_beta, d, g);
-#pragma unroll
-            for (int i = 0; i < V; ++i) d[i] = fmaf(k[j][i].slope, g[i], fmaf(dslope[j][i], d[i], dconst[j][i]));
-            dxs[(m - u) * sg.lane_stride + cols[j]] = narrow<T, V>(d);
-          }
-        }
-    }
-  }
 }
 
 template <typename Traits>

@@ -89,6 +89,23 @@ struct StreamGeometry {
   __device__ __forceinline__ int part_rows_of(int q) const {
     return hw - q * part_rows < part_rows ? hw - q * part_rows : part_rows;
   }
+  // The lanes' per-channel sums meet in shared memory, `red` [2][lanes][C]: this thread's two
+  // sums go to its lane's rows ...
+  __device__ __forceinline__ void stage_lane(float* red, const float (&s1)[E][V], const float (&s2)[E][V]) const {
+#pragma unroll
+    for (int j = 0; j < E; ++j)
+      if (cols[j] >= 0)
+#pragma unroll
+        for (int i = 0; i < V; ++i) {
+          red[lane * c + cols[j] * V + i] = s1[j][i];
+          red[(lanes + lane) * c + cols[j] * V + i] = s2[j][i];
+        }
+  }
+  // ... and, after a barrier, channel ch's two sums over the lanes, in lane order
+  __device__ __forceinline__ void lane_total(const float* red, int ch, float& a, float& b) const {
+    a = 0.f, b = 0.f;
+    for (int l = 0; l < lanes; ++l) a += red[l * c + ch], b += red[(lanes + l) * c + ch];
+  }
 };
 
 template <typename Traits>
@@ -168,21 +185,19 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
         }
     }
     __syncthreads();  // the previous item's lanes were read
+    sg.stage_lane(red, s1, s2);
+    if (lane == 0)
 #pragma unroll
-    for (int j = 0; j < E; ++j)
-      if (cols[j] >= 0)
+      for (int j = 0; j < E; ++j)
+        if (cols[j] >= 0)
 #pragma unroll
-        for (int i = 0; i < V; ++i) {
-          red[lane * c + cols[j] * V + i] = s1[j][i];
-          red[(lanes + lane) * c + cols[j] * V + i] = s2[j][i];
-          if (lane == 0) shift_k[cols[j] * V + i] = k[j][i];
-        }
+          for (int i = 0; i < V; ++i) shift_k[cols[j] * V + i] = k[j][i];
     __syncthreads();
     // the item's per-channel mean and M2 (over its rows), in place of lane 0's sums
     const float inv_rows = 1.f / float(rows);
     for (int ch = t; ch < c; ch += B) {
-      float a = 0.f, b = 0.f;
-      for (int l = 0; l < lanes; ++l) a += red[l * c + ch], b += red[(lanes + l) * c + ch];
+      float a, b;
+      sg.lane_total(red, ch, a, b);
       const float d = a * inv_rows;
       red[ch] = shift_k[ch] + d;
       red[lanes * c + ch] = fmaxf(b - a * d, 0.f);
