@@ -296,12 +296,15 @@ def main():
             row["hipgn"], row["hipgn_warm"] = timings(torch, lambda s: run(p, s), sets, sets[0])
             if a.best:
                 best = (row["hipgn"], row["hipgn_name"])
+                times = {row["hipgn_name"]: row["hipgn"]}  # every supporting instance: the rules' evidence
                 for inst in hg.bucket(op, dtype, layout):
                     if inst == row["hipgn_name"] or run(p, sets[0], inst) != 0:
                         continue
                     t = graph_time_us(torch, lambda s: run(p, s, inst), sets)
+                    times[inst] = t
                     best = min(best, (t, inst))
                 row["hipgn_best"], row["hipgn_best_name"] = best
+                row["instances"] = times
             if a.peers != "none":
                 prepare_step_sets(torch, sets) if op == "bwd" else None
                 for peer in (["eager", "compile"] if a.peers == "all" and dt in compile_dtypes else ["eager"]):

@@ -58,13 +58,15 @@ DESCRIPTORS = {d.name: d for d in (
                      why="one slice when an instance holds the unit, then the fewest slices or "
                          "256-thread workgroups",
                      backward_layouts=("cl",), backward_max_per_thread=4),
-    # per_thread: the column vectors a thread sums, so C <= block * vector * per_thread; the
-    # backward holds five constants a channel (stream_bwd.hpp), so one column vector a thread
+    # per_thread, channels-last: the column vectors a thread sums, so C <= block * vector *
+    # per_thread; the backward holds five constants a channel (stream_bwd.hpp), so one column
+    # vector a thread. Channels-first (the forward only, stream_fwd_cf.hpp): 4 x per_thread
+    # vectors a thread in flight.
     FamilyDescriptor("stream", OPS.names, holds_group=False, splits_group=False, persistent=False,
                      generic_vector=None, chunk_order=-1,
                      why="the fewest column vectors a thread: the fewest registers, the most "
                          "workgroups in flight",
-                     backward_layouts=("cl",), backward_max_per_thread=1, layouts=("cl",), streams=True),
+                     backward_layouts=("cl",), backward_max_per_thread=1, streams=True),
 )}
 assert tuple(DESCRIPTORS) == FAMILIES.names, "one descriptor per family, in the vocabulary's order"
 

@@ -76,15 +76,39 @@ bool reaches(Family f, const Shape& s, Layout layout, Op op = Op::fwd) {
   return false;
 }
 
-TEST(Heuristics, ChannelsFirstForwardIsResident) {
+TEST(Heuristics, ChannelsFirstForwardIsResidentBelow60KbACuThenStream) {
   if (!built_resident(Layout::channels_first)) GTEST_SKIP() << "no resident instance in this build";
-  // SD 64x64 C=320 (64 groups of 40960), ResNet 56x56 (1024 of 25088), 512 groups of 4M
-  for (const Shape& s : {Shape{2, 320, {64, 64}, 32}, Shape{32, 256, {56, 56}, 32}, Shape{16, 1024, {1024, 128}, 32}}) {
-    if (!reaches(Family::resident, s, Layout::channels_first)) continue;  // a smaller preset
-    const Instance* inst = choose(s, Layout::channels_first);
+  // SD 64x64 C=320 (5.2 MB, 39 KB a compute unit of 132) and SD 32x32 C=1920 (7.9 MB, 58 KB):
+  // resident; det 25x42 C=2048 (8.6 MB, 64 KB), ResNet 56x56 N=32 (51 MB) and 512 groups of 4M
+  // elements: stream (heuristics.cpp, kStreamCfFwdBytesPerCu)
+  struct Case {
+    Shape s;
+    Family want;
+  };
+  for (const Case& c : {Case{Shape{2, 320, {64, 64}, 32}, Family::resident}, Case{Shape{2, 1920, {32, 32}, 32}, Family::resident},
+                        Case{Shape{2, 2048, {25, 42}, 32}, Family::stream}, Case{Shape{32, 256, {56, 56}, 32}, Family::stream},
+                        Case{Shape{16, 1024, {1024, 128}, 32}, Family::stream}}) {
+    if (!reaches(c.want, c.s, Layout::channels_first)) continue;  // a smaller preset
+    const Instance* inst = choose(c.s, Layout::channels_first);
     ASSERT_NE(inst, nullptr);
-    EXPECT_EQ(inst->spec().family, Family::resident) << inst->name();
+    EXPECT_EQ(inst->spec().family, c.want) << inst->name();
     EXPECT_EQ(inst->spec().vector, 8) << "16-byte accesses where the shape allows";
+  }
+}
+
+TEST(Heuristics, ChannelsFirstStreamForwardTakesOneWorkgroupACuUpTo192Kb) {
+  // sd15_64x640 (10.5 MB, 78 KB a compute unit): 512 x e2; vae_256x512 (67 MB): 512 x e1
+  for (const auto& [s, per_thread] : {std::pair{Shape{2, 640, {64, 64}, 32}, 2}, std::pair{Shape{1, 512, {256, 256}, 32}, 1}}) {
+    const Problem p = make_problem(s, DataType::f16, DataType::f16, Layout::channels_first, Activation::swish);
+    bool both = false;
+    for (const Instance* i : Registry::global().bucket(Key::of(p)))
+      both |= i->spec().family == Family::stream && i->spec().per_thread == 2;
+    if (!both) GTEST_SKIP() << "no channels-first stream instance of per_thread 2 in this build";
+    const Instance* inst = heuristic_choice(Registry::global(), kH100, p);
+    ASSERT_NE(inst, nullptr);
+    ASSERT_EQ(inst->spec().family, Family::stream) << inst->name();
+    EXPECT_EQ(inst->spec().per_thread, per_thread) << inst->name();
+    EXPECT_EQ(inst->spec().block, 512) << inst->name();
   }
 }
 

@@ -21,6 +21,10 @@ struct RuleTables {
 constexpr double kAny = std::numeric_limits<double>::infinity();
 // The channels-last forward's "small tensor", in bytes of x a compute unit (below).
 constexpr double kSmallBytesPerCu = 96 << 10;
+// The channels-first forward's stream family from this many bytes of x a compute unit (below),
+// and up to which its instance of one 512-thread workgroup a compute unit (per_thread 2) wins.
+constexpr double kStreamCfFwdBytesPerCu = 60 << 10;
+constexpr double kStreamCfFwdOneGroupBytesPerCu = 192 << 10;
 // The channels-last backward's stream family from this many bytes of x a compute unit (below).
 constexpr double kStreamBwdBytesPerCu = 32 << 10;
 
@@ -59,6 +63,18 @@ RuleTables sm_90() {
       // family's 9.5 is not yet a rule).
       {Family::stream, kAny, 0, "channels-last: two streaming passes, the second from L2",
        std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast},
+      // Channels-first from 60 KB of x a compute unit (7.9 MB on 132). Measured on an H100,
+      // fp16 SiLU, L2-cold, every instance (bench/NOTES.md, "The stream forward,
+      // channels-first"): the stream family (stream_fwd_cf.hpp) reads each workgroup's share
+      // of x once, keeping up to ~190 KB of it in shared memory for the second pass and the
+      // rest in L2, and pays ~10 us of fixed latency (a grid barrier, the merges): it beats the
+      // resident family from det_25x42x2048 (8.6 MB: 19.0 us against 26.1) up (sdxl_128x640
+      // 48.3 against 63.3, vae_512x256 150.9 against 192.2, r50_56x256_n32 59.6 against 60.4),
+      // and loses below (sd15_32x1920, 7.9 MB: 18.0 against 16.5; r50_7x2048_n32 21.0 against
+      // 16.3; sd15_64x320 15.8 against 14.0).
+      Rule{Family::stream, kAny, 0, "channels-first from 60 KB a compute unit: x read once into shared memory and L2",
+           std::numeric_limits<std::int64_t>::max(), Rule::kChannelsFirst}
+          .bytes_per_cu(kStreamCfFwdBytesPerCu, kAny),
       // x crosses memory once in and y once out at 16 bytes an access, on any shape the
       // family supports (resident_fwd.hpp); the other families read x twice or narrowly. The
       // fastest channels-first instance on every suite shape measured.
@@ -192,6 +208,15 @@ bool better_resident(const Instance& a, const Instance& b, const Problem& p, int
 bool better(const Instance& a, const Instance& b, const Problem& p, int cus) {
   const InstanceSpec &x = a.spec(), &y = b.spec();
   if (x.vector != y.vector) return x.vector > y.vector;
+  if (describe(x.family).streams && p.layout == Layout::channels_first) {
+    // one workgroup of 512 threads a compute unit (per_thread 2: ~190 KB of x held) up to 192
+    // KB of x a compute unit (sd15_64x640 19.8 us against 20.3 at two; sdxl_128x320 27.9
+    // against 27.9; det_25x42x2048 19.0 against 20.0), two from there (vae_256x512 74.8
+    // against 77.0; sdxl_128x960 71.7 against 72.5; vae_512x256 150.9 against 157.2)
+    const bool one = double(p.elements()) * double(size_of(p.x_dtype)) / cus < kStreamCfFwdOneGroupBytesPerCu;
+    if (x.per_thread != y.per_thread) return (x.per_thread == 2) == one;
+    return x.block > y.block;
+  }
   if (describe(x.family).streams) {
     // the fewest column vectors a thread (registers: 64 a thread at 1024 threads a compute
     // unit), then 512 threads: fewer items and partials (sd15_64x320 b512 23.1 us, b256 25.2;

@@ -96,16 +96,28 @@ Instance::ResidentShape Instance::resident_shape(const Problem& p) const {
   return r;
 }
 
+// The channels-first stream forward's share, in vectors: the body (at least (elements - V +
+// 1) / V, whatever x's phase) over the workgroups the device runs at once. A phase that leaves
+// one vector fewer makes the last share shorter, never another share.
+std::int64_t Instance::stream_cf_chunk(const Problem& p, int compute_units) const {
+  const std::int64_t v = spec_.vector, body = (p.elements() - (v - 1)) / v;
+  return std::max<std::int64_t>(1, ceil_div(std::max<std::int64_t>(body, 1), stream_items(p, compute_units).items));
+}
+
 Instance::StreamItems Instance::stream_items(const Problem& p, int compute_units) const {
   const int cus = compute_units > 0 ? compute_units : kDefaultComputeUnits;
-  const StreamShape shape = stream_cl_shape(p.c, spec_.vector, spec_.block);
-  const std::int64_t hw = p.spatial_size();
-  // workgroups the device runs at once (stream_threads_per_cu: the kernels' launch bounds); a
-  // part holds at least a row a lane
+  // workgroups the device runs at once (stream_threads_per_cu: the kernels' launch bounds)
   const int threads = stream_threads_per_cu(describe(p.op).backward, spec_.per_thread);
   const std::int64_t resident = std::int64_t(cus) * std::max(1, threads / spec_.block);
-  const std::int64_t want = std::clamp<std::int64_t>(ceil_div(resident, p.n), 1, ceil_div(hw, shape.lanes));
   StreamItems s;
+  if (p.layout == Layout::channels_first) {
+    s.items = resident;
+    return s;
+  }
+  const StreamShape shape = stream_cl_shape(p.c, spec_.vector, spec_.block);
+  const std::int64_t hw = p.spatial_size();
+  // a part holds at least a row a lane
+  const std::int64_t want = std::clamp<std::int64_t>(ceil_div(resident, p.n), 1, ceil_div(hw, shape.lanes));
   s.part_rows = ceil_div(hw, want);
   s.parts = ceil_div(hw, s.part_rows);
   s.items = p.n * s.parts;
@@ -133,7 +145,7 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
     return no("the " + std::string(layout_words(p.layout)) + std::string(to_string(spec_.family)) +
               " family is not written");
   if (family.persistent) return supports_resident(p, t, no, compute_units);
-  if (family.streams) return supports_stream(p, t, no);
+  if (family.streams) return supports_stream(p, t, no, compute_units);
   if (p.num_groups() > INT_MAX) return no("N*G exceeds the grid's 2^31-1 workgroups");
   const int v = spec_.vector;
   if (spans(p, t, v)) {
@@ -170,9 +182,26 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
 }
 
 template <typename No>
-bool Instance::supports_stream(const Problem& p, const Tensors* t, No no) const {
+bool Instance::supports_stream(const Problem& p, const Tensors* t, No no, int compute_units) const {
   const std::int64_t v = spec_.vector;
   if (p.num_groups() > INT_MAX) return no("N*G exceeds 2^31-1 groups");
+  if (p.layout == Layout::channels_first) {
+    // stream_fwd_cf.hpp: every share holds a 16-byte vector of the tensor's body, whose
+    // vectors and a group's elements it counts in 32 bits, and a vector crosses one channel
+    // end at most
+    if (p.elements() < 2 * v)
+      return no("the tensor's " + std::to_string(p.elements()) + " elements are fewer than two vectors of " +
+                std::to_string(v));
+    if (p.elements() / v >= INT_MAX) return no("the tensor has 2^31-1 vectors or more");
+    if (p.group_elements() > INT_MAX) return no("a group exceeds 2^31-1 elements");
+    if (p.spatial_size() < v)
+      return no("the spatial size " + std::to_string(p.spatial_size()) + " is below the vector " + std::to_string(v));
+    const std::int64_t rows = stream_cf_affine_rows(stream_cf_chunk(p, compute_units), spec_.vector, p.spatial_size());
+    if (rows * 8 > kStreamCfTableBytes)
+      return no("a workgroup's share touches " + std::to_string(rows) + " channel rows, more than the " +
+                std::to_string(kStreamCfTableBytes / 8) + " staged");
+    return same_phase(p, t, v, no);
+  }
   // the kernel indexes rows (pixels) of a sample in 32 bits
   if (p.spatial_size() > INT_MAX) return no("the spatial size exceeds 2^31-1 positions");
   if (p.c % v != 0) return no("C " + std::to_string(p.c) + " is not a multiple of the vector " + std::to_string(v));
@@ -191,9 +220,21 @@ bool Instance::supports_stream(const Problem& p, const Tensors* t, No no) const 
   return true;
 }
 
+// The channels-first forwards that peel (resident, stream) read x and write y with one 16-byte
+// phase: the head peels both.
+template <typename No>
+bool Instance::same_phase(const Problem& p, const Tensors* t, std::int64_t v, No no) {
+  const std::int64_t elem = std::int64_t(size_of(p.x_dtype));
+  if (t && t->x && t->y && (address(t->x) % (v * elem)) != (address(t->y) % (v * elem)))
+    return no("x and y differ in alignment modulo " + std::to_string(v * elem) + " bytes");
+  if (t && ((t->x && address(t->x) % elem) || (t->y && address(t->y) % elem)))
+    return no("x or y is not aligned to its element size");
+  return true;
+}
+
 template <typename No>
 bool Instance::supports_resident(const Problem& p, const Tensors* t, No no, int compute_units) const {
-  const std::int64_t v = spec_.vector, elem = std::int64_t(size_of(p.x_dtype));
+  const std::int64_t v = spec_.vector;
   const ResidentShape r = resident_shape(p);
   // Slices of a unit wait for each other, so they must be resident together: one workgroup per
   // compute unit always fits, more depends on occupancy, which only the launch knows.
@@ -209,12 +250,7 @@ bool Instance::supports_resident(const Problem& p, const Tensors* t, No no, int 
     if (touched > kResidentStageChannels)
       return no("a slice touches " + std::to_string(touched) + " channels, more than the " +
                 std::to_string(kResidentStageChannels) + " staged");
-    // x and y are read and written with the same 16-byte phase: the head peels both
-    if (t && t->x && t->y && (address(t->x) % (v * elem)) != (address(t->y) % (v * elem)))
-      return no("x and y differ in alignment modulo " + std::to_string(v * elem) + " bytes");
-    if (t && ((t->x && address(t->x) % elem) || (t->y && address(t->y) % elem)))
-      return no("x or y is not aligned to its element size");
-    return true;
+    return same_phase(p, t, v, no);
   }
   if (p.c % v != 0) return no("C " + std::to_string(p.c) + " is not a multiple of the vector " + std::to_string(v));
   if (p.c / v > spec_.block)
@@ -235,6 +271,12 @@ bool Instance::supports_resident(const Problem& p, const Tensors* t, No no, int 
 std::size_t Instance::workspace_bytes(const Problem& p, int compute_units) const {
   const FamilyDescriptor& family = describe(spec_.family);
   const OpDescriptor& op = describe(p.op);
+  if (family.streams && p.layout == Layout::channels_first) {
+    // the barrier counters, then a float4 slot per (share s, group g) pair at s + g: at most
+    // one share more than the workgroups (stream_cf_chunk)
+    return resident_counter_bytes(kStreamCounterWords) +
+           (std::size_t(stream_items(p, compute_units).items) + 1 + std::size_t(p.num_groups())) * 4 * sizeof(float);
+  }
   if (family.streams) {
     // two barrier counters, then the items' partials and the samples' totals
     return resident_counter_bytes(kStreamCounterWords) +
@@ -312,7 +354,18 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
       k.partials = reinterpret_cast<float*>(exchange + resident_counter_bytes(r.units));
     }
   }
-  if (describe(spec_.family).streams) {
+  if (describe(spec_.family).streams && cf) {
+    // the aligned body's vectors in equal shares, one a workgroup the device runs at once
+    const std::int64_t v = spec_.vector, total = p.elements(), head = std::min<std::int64_t>((v - k.phase) % v, total);
+    const std::int64_t chunk = stream_cf_chunk(p, compute_units);
+    k.items = ceil_div((total - head) / v, chunk);
+    k.slice_vectors = std::int32_t(chunk);
+    k.slices_div = FastDivmod::make(std::uint64_t(chunk));
+    k.affine_rows = std::int32_t(stream_cf_affine_rows(chunk, spec_.vector, hw));
+    k.groups_div = FastDivmod::make(std::uint64_t(p.groups));
+    k.counters = static_cast<std::uint32_t*>(workspace);
+    k.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + resident_counter_bytes(kStreamCounterWords));
+  } else if (describe(spec_.family).streams) {
     const StreamItems s = stream_items(p, compute_units);
     k.slices = std::int32_t(s.parts);
     k.items = s.items;

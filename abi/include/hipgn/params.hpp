@@ -40,6 +40,17 @@ struct FastDivmod {
 #endif
     return (std::uint64_t(hi) + n32) >> shift;
   }
+  // div for a dividend known to be below 2^31: no 64-bit fallback in the code (kernels whose
+  // support check bounds their indices; the fallback is a called helper that costs registers)
+  HIPGN_HD std::uint32_t div31(std::uint32_t n) const {
+    if (multiplier == 0) return divisor == 1 ? n : 0;  // divisor 1, or past 2^31 > n
+#if defined(HIPGN_DEVICE_PASS)
+    const std::uint32_t hi = __umulhi(n, multiplier);
+#else
+    const std::uint32_t hi = static_cast<std::uint32_t>((std::uint64_t(n) * multiplier) >> 32);
+#endif
+    return (hi + n) >> shift;
+  }
 };
 
 struct Params {
@@ -96,6 +107,12 @@ struct Params {
   // [N * G] (mean, rstd) pairs. Backward: partials [items, C] and group_stats [N, C] (S1, S2) pairs.
   std::int64_t part_rows;
   float* group_stats;
+  // The channels-first stream forward (stream_fwd_cf.hpp): the flat tensor's aligned vectors
+  // cut into `items` shares of slice_vectors (slices_div divides by it), partials a float4 slot
+  // per (share, group); hold_vectors, set by the launcher, the vectors of its first share a
+  // workgroup keeps in shared memory; affine_rows the rows of its gamma/beta table.
+  std::int32_t hold_vectors;
+  std::int32_t affine_rows;
 };
 
 // The resident family's limits and shapes, shared by the runtime (support, workspace, launch
@@ -165,6 +182,18 @@ inline constexpr int kStreamCounterWords = 2 * 2 * kStreamLineWords;
 // per-channel then per-group sums (4 C).
 HIPGN_HD std::int64_t stream_cl_smem_floats(std::int64_t c, int lanes, bool backward = false) {
   return (2 * std::int64_t(lanes) + (backward ? 4 : 3)) * c;
+}
+// Shared memory a channels-first stream workgroup leaves unused of its share of the compute
+// unit's: the 1 KB sm_90 reserves per workgroup and the kernel's static arrays.
+inline constexpr std::int64_t kStreamCfSmemReserve = 4096;
+// The most shared memory a channels-first stream workgroup gives to its share's gamma and beta
+// (8 bytes a channel row the share touches, Params::affine_rows).
+inline constexpr std::int64_t kStreamCfTableBytes = 32 * 1024;
+// Rows of a channels-first stream share's gamma/beta table: a share of `vectors` body vectors
+// (plus the head or tail, fewer than a vector) touches at most this many channel rows; even, so
+// that the held vectors after the table start 16-byte aligned.
+HIPGN_HD std::int64_t stream_cf_affine_rows(std::int64_t vectors, int vector, std::int64_t spatial) {
+  return ((vectors + 1) * vector / spatial + 2 + 1) / 2 * 2;
 }
 // Threads a compute unit runs of a stream kernel (its launch bounds), and so how many items the
 // runtime cuts a problem into: the forward's thread holds 3 values a channel (64 registers at

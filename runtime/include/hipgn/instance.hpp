@@ -94,6 +94,8 @@ class Instance {
   // The stream family's items (kernels/include/hipgn/kernels/stream_fwd.hpp): each sample's
   // rows cut into `parts` of part_rows rows, about as many items as the device runs
   // workgroups at once, so that each workgroup reads one part twice, the second time from L2.
+  // Channels-first (stream_fwd_cf.hpp): `items` only, the most workgroups the device runs at
+  // once, each a share of the flat tensor.
   struct StreamItems {
     std::int64_t parts = 0, part_rows = 0, items = 0;
   };
@@ -107,7 +109,10 @@ class Instance {
   // padded to 16; the counters and partials follow them.
   std::size_t resident_sums_bytes(const Problem&) const;
   template <typename No>
-  bool supports_stream(const Problem&, const Tensors*, No no) const;
+  bool supports_stream(const Problem&, const Tensors*, No no, int compute_units) const;
+  std::int64_t stream_cf_chunk(const Problem&, int compute_units) const;
+  template <typename No>
+  static bool same_phase(const Problem&, const Tensors*, std::int64_t vector, No no);
   template <typename No>
   bool supports_resident(const Problem&, const Tensors*, No no, int compute_units) const;
   InstanceSpec spec_;

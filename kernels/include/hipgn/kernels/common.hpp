@@ -337,6 +337,14 @@ __device__ __forceinline__ float2 load_shared_partial(const float2* p) {
   return make_float2(v[0], v[1]);
 #endif
 }
+__device__ __forceinline__ float4 load_shared_partial(const float4* p) {
+#if defined(__CUDA_ARCH__)
+  return __ldcg(p);
+#else
+  const volatile float* v = reinterpret_cast<const volatile float*>(p);
+  return make_float4(v[0], v[1], v[2], v[3]);
+#endif
+}
 
 // The sample of group (n, g) = n * G + g for the families with a grid of groups, whose group is
 // a grid index below 2^31: a 32-bit division, inline, where a 64-bit one is a called helper

@@ -1,0 +1,314 @@
+// The stream forward, channels-first: one cooperative launch, two phases around one grid
+// barrier, x held in shared memory between them where it fits.
+//
+// A channels-first group is a contiguous run of C/G * HW elements, and the groups of the tensor
+// follow each other, so the tensor is cut as one flat run, not by group: workgroup b of R owns
+// the 16-byte vectors [b V / R, (b + 1) V / R) of the run's aligned body (workgroup 0 also the
+// head before it, R - 1 the tail after it; Peel), equal shares whatever the group size is.
+//   1. Each workgroup reads its share once, front to back, group segment by group segment (a
+//      share meets at most a few groups, or a group spans a few shares), and sums x - K and
+//      (x - K)^2 per segment (K: the segment's first element, so no cancellation); a segment's
+//      (n, mean, M2) goes to slot b + group of the workspace, a slot no other (b, group) takes
+//      (the shares are ordered, so b + group is unique). The first `hold_vectors` vectors of
+//      the share are also kept in shared memory.
+//   2. After the barrier each workgroup merges, per segment, the group's slots in a fixed
+//      order (every workgroup of a group gets the same bits) and writes y, its share in
+//      reverse: the vectors read last in phase 1, which the L2 holds, first, and the held
+//      ones, which need no memory at all, last.
+// On an H100 (264 workgroups of 512 threads, ~110 KB each) a tensor of up to ~28 MB is read
+// from memory once, the floor of a copy; past that the part not held is read again, the most
+// recently read of it from L2.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "hipgn/kernels/common.hpp"
+#include "hipgn/kernels/persistent.hpp"
+#include "hipgn/kernels/stream_fwd.hpp"
+#include "hipgn/params.hpp"
+
+namespace hipgn::kernels {
+
+// Vectors a thread has in flight per step: per_thread x kStreamUnroll (32 bytes a thread at e1,
+// 32 KB a compute unit, as the channels-last kernel).
+template <typename Traits>
+inline constexpr int kStreamCfUnroll = kStreamUnroll * Traits::kPerThread;
+
+// floor(a / b) for 0 <= a < 2^53 and 0 < b < 2^31, without the 64-bit integer division (a
+// called helper, around which ptxas spills): the double quotient is off by at most one.
+__device__ __forceinline__ std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+  std::int64_t q = std::int64_t(double(a) / double(b));
+  if (q * b > a) --q;
+  else if ((q + 1) * b <= a) ++q;
+  return q;
+}
+
+// The flat run of the tensor's elements (x's element 0 lies `phase` past a 16-byte boundary):
+// `head` elements before the first aligned vector, `body` aligned vectors, the tail after them.
+// Share s is body vectors [s chunk, (s + 1) chunk), with the head (share 0) and the tail (the
+// last share); the support check keeps body below 2^31.
+template <int V>
+struct FlatShares {
+  std::int64_t total, head;
+  int body, chunk, shares;
+  __device__ __forceinline__ explicit FlatShares(const Params& p)
+      : total(p.group_elements * p.num_groups), chunk(p.slice_vectors), shares(int(p.items)) {
+    const Peel<V> pe(p.phase, 0, total);
+    head = pe.head;
+    body = int(pe.body);
+  }
+  // the element where share s's first body vector starts, and the share's elements [begin, end)
+  __device__ __forceinline__ std::int64_t base(int s) const { return head + std::int64_t(s) * chunk * V; }
+  __device__ __forceinline__ std::int64_t begin(int s) const { return s == 0 ? 0 : base(s); }
+  __device__ __forceinline__ std::int64_t end(int s) const { return s == shares - 1 ? total : base(s + 1); }
+  // the share holding element e
+  __device__ __forceinline__ int owner(const Params& p, std::int64_t e) const {
+    if (e < head) return 0;
+    const std::int64_t v = (e - head) / V;
+    return v >= body ? shares - 1 : int(p.slices_div.div31(std::uint32_t(v)));
+  }
+};
+
+// A segment: the elements [s, e) that share `share` has of group gi, peeled.
+template <int V>
+struct CfSegment {
+  std::int64_t s, e;
+  int head, body, tail;
+  __device__ __forceinline__ CfSegment(const Params& p, const FlatShares<V>& f, int share, int gi) {
+    const std::int64_t L = p.group_elements, lo = f.begin(share), hi = f.end(share);
+    const std::int64_t first = std::int64_t(gi) * L;
+    s = first > lo ? first : lo;
+    e = first + L < hi ? first + L : hi;
+    const Peel<V> pe(p.phase, s, e - s);
+    head = int(pe.head), body = int(pe.body), tail = int(pe.tail);
+  }
+  // element i (< head + tail) of the head, then of the tail, as an offset from s
+  __device__ __forceinline__ int edge(int i) const { return i < head ? i : head + body * V + (i - head); }
+};
+
+// gamma and beta of the channel rows [r_lo, r_lo + rows) of the flat tensor (row r: channel r
+// mod C), into shared memory; 1 and 0 where absent.
+template <typename Traits>
+__device__ __forceinline__ void stage_affine(const Params& p, std::int64_t r_lo, int rows, float2* table) {
+  using Gm = typename Traits::GammaType;
+  const Gm* gamma = static_cast<const Gm*>(p.gamma);
+  const Gm* beta = static_cast<const Gm*>(p.beta);
+  const int c = int(p.channels), c_lo = int(r_lo % c);
+  for (int r = threadIdx.x; r < rows; r += Traits::kBlockSize) {
+    const int ch = (c_lo + r) % c;
+    table[r] = make_float2(gamma ? to_float(gamma[ch]) : 1.f, beta ? to_float(beta[ch]) : 0.f);
+  }
+}
+
+template <typename Traits>
+__global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) fwd_stream_cf_kernel(Params p) {
+  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, U = kStreamCfUnroll<Traits>;
+  // segments are handled in batches of one a wavefront: their sums meet in shared memory at
+  // one barrier a batch, not a block reduction each, and their merges run side by side
+  constexpr int W = B / kWarpSize;
+  using T = typename Traits::XType;
+  using VecT = Vec<T, V>;
+  extern __shared__ __align__(16) unsigned char dynamic_smem[];
+  __shared__ float red[2][W][W];  // phase 1: [sum][segment of the batch][wavefront]
+  __shared__ float seg_k[W];      // phase 1: each segment's shift K
+  __shared__ float2 seg_stat[W];  // phase 2: each segment's group (mean, rstd)
+  // shared memory: the share's gamma and beta by channel row (p.affine_rows), then the held vectors
+  float2* table = reinterpret_cast<float2*>(dynamic_smem);
+  VecT* held = reinterpret_cast<VecT*>(dynamic_smem + std::size_t(p.affine_rows) * sizeof(float2));
+  const T* x = static_cast<const T*>(p.x);
+  T* y = static_cast<T*>(p.y);
+  const int t = threadIdx.x, lane = t % kWarpSize, warp = t / kWarpSize, b = blockIdx.x, grid = gridDim.x;
+  const std::int64_t L = p.group_elements;
+  const int hw = int(p.spatial_size);
+  const FlatShares<V> f(p);
+  float4* slots = reinterpret_cast<float4*>(p.partials);
+  // the held index of the segment's first body vector: the vectors this workgroup keeps are
+  // the first hold_vectors of its first share, so a prefix of each of that share's segments
+  auto kept_of = [&](int share, const CfSegment<V>& sg, int& k0) {
+    k0 = share == b ? int((sg.s + sg.head - f.base(share)) / V) : p.hold_vectors;
+    return k0 >= p.hold_vectors ? 0 : p.hold_vectors - k0 < sg.body ? p.hold_vectors - k0 : sg.body;
+  };
+  auto first_row = [&](int share) { return floor_div(f.begin(share), hw); };
+  auto row_count = [&](int share) { return int(floor_div(f.end(share) - 1, hw) - first_row(share)) + 1; };
+
+  // Phase 1: each segment's (n, mean, M2), to slot share + group.
+  int last_share = b;
+  for (int share = b; share < f.shares; share += grid) {
+    last_share = share;
+    stage_affine<Traits>(p, first_row(share), row_count(share), table);  // for phase 2, in flight with x's loads
+    const int g_first = int(floor_div(f.begin(share), L)), g_last = int(floor_div(f.end(share) - 1, L));
+    for (int g0 = g_first; g0 <= g_last; g0 += W) {
+      const int batch = g_last - g0 + 1 < W ? g_last - g0 + 1 : W;
+      for (int j = 0; j < batch; ++j) {
+        const CfSegment<V> sg(p, f, share, g0 + j);
+        const float k = to_float(x[sg.s]);
+        const VecT* src = reinterpret_cast<const VecT*>(x + sg.s + sg.head);
+        int k0;
+        const int kept = kept_of(share, sg, k0);
+        float s1 = 0.f, s2 = 0.f;
+        // body vectors [qa, qb), kept in shared memory too when `keep`
+        auto sum_range = [&](int qa, int qb, auto keep) {
+          // U vectors a step and no more: ptxas would unroll further and spill
+#pragma unroll 1
+          for (int q0 = qa + t; q0 < qb; q0 += B * U) {
+            VecT raw[U];
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+              if (q0 + u * B < qb) raw[u] = src[q0 + u * B];
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+              if (q0 + u * B < qb) {
+                if constexpr (decltype(keep)::value) held[k0 + q0 + u * B] = raw[u];
+                float v[V];
+                widen(raw[u], v);
+#pragma unroll
+                for (int i = 0; i < V; ++i) {
+                  const float d = v[i] - k;
+                  s1 += d;
+                  s2 = fmaf(d, d, s2);
+                }
+              }
+            }
+          }
+        };
+        sum_range(0, kept, std::true_type{});
+        sum_range(kept, sg.body, std::false_type{});
+        if (t < sg.head + sg.tail) {  // the head and tail, an element a thread
+          const float d = to_float(x[sg.s + sg.edge(t)]) - k;
+          s1 += d;
+          s2 = fmaf(d, d, s2);
+        }
+        s1 = warp_sum(s1);
+        s2 = warp_sum(s2);
+        if (lane == 0) red[0][j][warp] = s1, red[1][j][warp] = s2;
+        if (t == 0) seg_k[j] = k;
+      }
+      __syncthreads();
+      if (warp < batch) {  // a wavefront a segment: its wavefronts' sums in a fixed order
+        float s1 = 0.f, s2 = 0.f;
+        for (int w = lane; w < W; w += kWarpSize) s1 += red[0][warp][w], s2 += red[1][warp][w];
+        s1 = warp_sum(s1);
+        s2 = warp_sum(s2);
+        if (lane == 0) {
+          const CfSegment<V> sg(p, f, share, g0 + warp);
+          const float n = float(sg.e - sg.s), d = s1 / n;
+          slots[share + std::int64_t(g0 + warp)] = make_float4(n, seg_k[warp] + d, fmaxf(s2 - s1 * d, 0.f), 0.f);
+        }
+      }
+      __syncthreads();  // red and seg_k are free for the next batch
+    }
+  }
+  grid_barrier(p.counters, 0);
+
+  // Phase 2: y, shares, segments and vectors in reverse.
+  for (int share = b + (f.shares - 1 - b) / grid * grid; share >= b; share -= grid) {
+    const std::int64_t r_lo = first_row(share);
+    if (share != last_share) {  // phase 1 left the table of its last share
+      __syncthreads();
+      stage_affine<Traits>(p, r_lo, row_count(share), table);
+    }
+    const int g_first = int(floor_div(f.begin(share), L)), g_last = int(floor_div(f.end(share) - 1, L));
+    for (int g0 = g_first + (g_last - g_first) / W * W; g0 >= g_first; g0 -= W) {
+      const int batch = g_last - g0 + 1 < W ? g_last - g0 + 1 : W;
+      __syncthreads();  // the previous batch's statistics were read
+      if (warp < batch) {
+        // the group's slots j + gi of the shares j it spans, lanes striding, then a fixed tree:
+        // every workgroup of the group merges them in the same order
+        const int gi = g0 + warp;
+        const int j_lo = f.owner(p, std::int64_t(gi) * L), j_hi = f.owner(p, std::int64_t(gi + 1) * L - 1);
+        Stats st{0.f, 0.f, 0.f};
+        for (int j = j_lo + lane; j <= j_hi; j += kWarpSize) {
+          const float4 w = load_shared_partial(slots + j + std::int64_t(gi));
+          st = merge(st, Stats{w.x, w.y, w.z});
+        }
+        st = warp_merge(st);
+        if (lane == 0) {
+          const float rstd = rsqrtf(st.m2 / st.n + p.eps);
+          seg_stat[warp] = make_float2(st.mean, rstd);
+          if (share == j_lo) save_stats(p, gi, st.mean, rstd);
+        }
+      }
+      __syncthreads();
+      for (int j = batch - 1; j >= 0; --j) {
+        const CfSegment<V> sg(p, f, share, g0 + j);
+        const float mean = seg_stat[j].x, rstd = seg_stat[j].y;
+        // elements are placed by their offset from the share's first channel row
+        const int rel = int(sg.s - r_lo * hw);
+        const VecT* src = reinterpret_cast<const VecT*>(x + sg.s + sg.head);
+        VecT* dst = reinterpret_cast<VecT*>(y + sg.s + sg.head);
+        int k0;
+        const int kept = kept_of(share, sg, k0);
+        // body vectors [qa, qb) in reverse, read from shared memory (those held) or from x
+        auto write_range = [&](int qa, int qb, auto from_held) {
+          constexpr int kStep = B * U;
+#pragma unroll 1
+          for (int q0 = qa + (qb > qa ? (qb - 1 - qa) / kStep * kStep : -kStep) + t; q0 >= qa; q0 -= kStep) {
+            VecT raw[U];
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+              const int q = q0 + u * B;
+              if (q < qb) raw[u] = decltype(from_held)::value ? held[k0 + q] : src[q];
+            }
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+              const int q = q0 + u * B;
+              if (q < qb) {
+                float v[V];
+                widen(raw[u], v);
+                // the vector's first element is in channel row r of the share; a vector that
+                // crosses the row's end (HW >= V: one crossing at most) takes the next row's
+                // scale and shift from element `cut` on
+                const int at = rel + sg.head + q * V, r = int(p.spatial.div31(std::uint32_t(at))), cut = hw - (at - r * hw);
+                float2 g = table[r];
+                float scale = g.x * rstd, shift = fmaf(-mean, scale, g.y);
+                if (cut >= V) {
+#pragma unroll
+                  for (int i = 0; i < V; ++i) v[i] = activate<Traits::kActivation>(fmaf(v[i], scale, shift), p.swish_beta);
+                } else {
+#pragma unroll
+                  for (int i = 0; i < V; ++i) {
+                    if (i == cut) g = table[r + 1], scale = g.x * rstd, shift = fmaf(-mean, scale, g.y);
+                    v[i] = activate<Traits::kActivation>(fmaf(v[i], scale, shift), p.swish_beta);
+                  }
+                }
+                dst[q] = narrow<T, V>(v);
+              }
+            }
+          }
+        };
+        // the vectors phase 1 read last first (from L2), the held ones last
+        write_range(kept, sg.body, std::false_type{});
+        write_range(0, kept, std::true_type{});
+        if (t < sg.head + sg.tail) {
+          const float2 g = table[int(p.spatial.div31(std::uint32_t(rel + sg.edge(t))))];
+          const float scale = g.x * rstd, v = to_float(x[sg.s + sg.edge(t)]);
+          y[sg.s + sg.edge(t)] = from_float<T>(activate<Traits::kActivation>(fmaf(v, scale, fmaf(-mean, scale, g.y)), p.swish_beta));
+        }
+      }
+    }
+  }
+}
+
+template <typename Traits>
+struct StreamCfFwdLauncher {
+  static hipError_t launch(const Params& p, hipStream_t stream) {
+    constexpr int per_cu = kStreamMinBlocks<Traits>;
+    int device = 0, smem_per_cu = 0;
+    hipError_t e = hipGetDevice(&device);
+    if (e == hipSuccess) e = hipDeviceGetAttribute(&smem_per_cu, hipDeviceAttributeMaxSharedMemoryPerMultiprocessor, device);
+    if (e != hipSuccess) return e;
+    // a workgroup holds up to its share of the tensor, within its part of the compute unit's
+    // shared memory less what the hardware and the kernel's static arrays take
+    const std::int64_t table = std::int64_t(p.affine_rows) * 8;
+    const std::int64_t room =
+        (std::min<std::int64_t>(smem_per_cu / per_cu - kStreamCfSmemReserve, kResidentMaxSmem) - table) / 16;
+    Params q = p;
+    q.hold_vectors = std::int32_t(std::max<std::int64_t>(0, std::min<std::int64_t>(p.slice_vectors, room)));
+    return launch_persistent(&fwd_stream_cf_kernel<Traits>, q, Traits::kBlockSize,
+                             std::size_t(table + std::int64_t(q.hold_vectors) * 16), true, kStreamCounterWords, stream,
+                             true);
+  }
+};
+
+}  // namespace hipgn::kernels
