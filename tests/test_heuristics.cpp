@@ -96,6 +96,26 @@ TEST(Heuristics, ChannelsFirstForwardIsResidentBelow60KbACuThenStream) {
   }
 }
 
+TEST(Heuristics, SmallForwardsTakeAWorkgroupPerGroup) {
+  // channels-first, groups of 1024 (instance_norm 32x32 C=64 G=64) and 256 (1x32x8x8, G=8):
+  // onchip; 16-element groups of spatial 1 (8x512, G=32): looped; channels-last, C/G = 1 at
+  // 0.26 MB: looped, where the stream family's fixed cost would dominate
+  struct Case {
+    Shape s;
+    Layout layout;
+    Family want;
+  };
+  for (const Case& c : {Case{Shape{2, 64, {32, 32}, 64}, Layout::channels_first, Family::onchip},
+                        Case{Shape{1, 32, {8, 8}, 8}, Layout::channels_first, Family::onchip},
+                        Case{Shape{8, 512, {1}, 32}, Layout::channels_first, Family::looped},
+                        Case{Shape{2, 64, {32, 32}, 64}, Layout::channels_last, Family::looped}}) {
+    if (!reaches(c.want, c.s, c.layout)) continue;  // a smaller preset
+    const Instance* inst = choose(c.s, c.layout);
+    ASSERT_NE(inst, nullptr);
+    EXPECT_EQ(inst->spec().family, c.want) << inst->name();
+  }
+}
+
 TEST(Heuristics, ChannelsFirstStreamForwardTakesOneWorkgroupACuUpTo192Kb) {
   // sd15_64x640 (10.5 MB, 78 KB a compute unit): 512 x e2; vae_256x512 (67 MB): 512 x e1
   for (const auto& [s, per_thread] : {std::pair{Shape{2, 640, {64, 64}, 32}, 2}, std::pair{Shape{1, 512, {256, 256}, 32}, 1}}) {

@@ -21,6 +21,8 @@ struct RuleTables {
 constexpr double kAny = std::numeric_limits<double>::infinity();
 // The channels-last forward's "small tensor", in bytes of x a compute unit (below).
 constexpr double kSmallBytesPerCu = 96 << 10;
+// The channels-last forward's "tiny tensor", in bytes of x a compute unit (below).
+constexpr double kTinyBytesPerCu = 8 << 10;
 // The channels-first forward's stream family from this many bytes of x a compute unit (below),
 // and up to which its instance of one 512-thread workgroup a compute unit (per_thread 2) wins.
 constexpr double kStreamCfFwdBytesPerCu = 60 << 10;
@@ -56,6 +58,12 @@ RuleTables sm_90() {
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
           .bytes_per_cu(0, kSmallBytesPerCu)
           .vector_bytes(16),
+      // ... and below 8 KB a compute unit (1 MB on 132), where C/G takes no vector (the onchip
+      // and split instances need one), a workgroup per group looping over it beats the stream
+      // family's fixed cost (instance_norm_32x64, C/G = 1: looped 9.5 us, stream 15.4).
+      Rule{Family::looped, kAny, 0, "channels-last, a tiny tensor: a workgroup per group",
+           std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
+          .bytes_per_cu(0, kTinyBytesPerCu),
       // Otherwise two streaming passes: 31-61% of copy on the channels-last shapes from 3 MB
       // up (sdxl_128x320 97.7 -> 37.5 us, vae_512x256 442 -> 162, video_5d 5.6x faster). On
       // tiny tensors its fixed cost is most of the time, but it still beats the resident
@@ -63,6 +71,20 @@ RuleTables sm_90() {
       // family's 9.5 is not yet a rule).
       {Family::stream, kAny, 0, "channels-last: two streaming passes, the second from L2",
        std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast},
+      // Channels-first below 60 KB a compute unit, groups of up to 4096 elements with 16-byte
+      // vectors: a workgroup per group holding it, no exchange (measured on an H100, fp16 SiLU,
+      // L2-cold, every instance: tiny, 256 elements, onchip 2.4 us against resident 3.9;
+      // instance_norm_32x64, 1024: 3.3 against 4.5; sd15_8x1280, 2560: 4.3 against 4.7; from
+      // 5120 resident wins, sd15_16x640 5.2 against 5.4) ...
+      Rule{Family::onchip, kAny, 0, "channels-first, a small tensor, groups of up to 4096 elements: a workgroup per group",
+           4096, Rule::kChannelsFirst}
+          .bytes_per_cu(0, kStreamCfFwdBytesPerCu)
+          .vector_bytes(16),
+      // ... and groups of fewer than 64 elements a workgroup per group looping over them
+      // (hw1_512, 16 elements, spatial 1: looped 3.2 us against resident 4.8).
+      Rule{Family::looped, kAny, 0, "channels-first, a small tensor, groups below 64 elements: a workgroup per group",
+           63, Rule::kChannelsFirst}
+          .bytes_per_cu(0, kStreamCfFwdBytesPerCu),
       // Channels-first from 60 KB of x a compute unit (7.9 MB on 132). Measured on an H100,
       // fp16 SiLU, L2-cold, every instance (bench/NOTES.md, "The stream forward,
       // channels-first"): the stream family (stream_fwd_cf.hpp) reads each workgroup's share
