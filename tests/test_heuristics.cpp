@@ -116,6 +116,54 @@ TEST(Heuristics, SmallForwardsTakeAWorkgroupPerGroup) {
   }
 }
 
+// The tie-breaks inside a family (heuristics.cpp: better), each on the shapes whose every-instance
+// timings set it (bench/results/latest.json); skipped where the preset lacks the instances.
+const Instance* choose_named(const Shape& s, Layout layout, std::initializer_list<const char*> need) {
+  const Problem p = make_problem(s, DataType::f16, DataType::f16, layout, Activation::swish);
+  for (const char* n : need)
+    if (!Registry::global().find(n)) return nullptr;
+  return heuristic_choice(Registry::global(), kH100, p);
+}
+
+TEST(Heuristics, OnchipForwardSpreadsTheGroupOverTheMostThreadsThatEachGetAVector) {
+  // channels-last SD 32x32 C=320 (5120 vectors of 2): 1024 threads; SD 16x16 C=1280 (1280 of
+  // 8): 512; det 7x11 C=256 (77 of 8): no block is that small, so the smallest, 128
+  struct Case {
+    Shape s;
+    const char* want;
+    const char* other;
+  };
+  for (const Case& c : {Case{Shape{2, 320, {32, 32}, 32}, "gn_fwd_f16_f16_cl_swish_onchip_b1024_v2_e16",
+                             "gn_fwd_f16_f16_cl_swish_onchip_b512_v2_e16"},
+                        Case{Shape{2, 1280, {16, 16}, 32}, "gn_fwd_f16_f16_cl_swish_onchip_b512_v8_e8",
+                             "gn_fwd_f16_f16_cl_swish_onchip_b256_v8_e8"},
+                        Case{Shape{2, 256, {7, 11}, 32}, "gn_fwd_f16_f16_cl_swish_onchip_b128_v8_e1",
+                             "gn_fwd_f16_f16_cl_swish_onchip_b512_v8_e8"}}) {
+    const Instance* inst = choose_named(c.s, Layout::channels_last, {c.want, c.other});
+    if (!inst) GTEST_SKIP() << "the preset lacks " << c.want << " or " << c.other;
+    EXPECT_EQ(inst->name(), c.want);
+  }
+}
+
+TEST(Heuristics, ChannelsLastStreamForwardTakesTwoColumnsBelow100KbACu) {
+  // sd15_64x320 (39 KB a compute unit): e2; sdxl_128x320 (155 KB): e1
+  const char* e1 = "gn_fwd_f16_f16_cl_swish_stream_b512_v8_e1";
+  const char* e2 = "gn_fwd_f16_f16_cl_swish_stream_b512_v8_e2";
+  const Instance* small = choose_named(Shape{2, 320, {64, 64}, 32}, Layout::channels_last, {e1, e2});
+  if (!small) GTEST_SKIP() << "the preset lacks " << e1 << " or " << e2;
+  EXPECT_EQ(small->name(), e2);
+  EXPECT_EQ(choose_named(Shape{2, 320, {128, 128}, 32}, Layout::channels_last, {})->name(), e1);
+}
+
+TEST(Heuristics, ResidentOneSliceTiesGoToMoreThreads) {
+  // channels-first SD 32x32 C=320, 10240-element groups: 512 x 4 and 256 x 8 both hold one
+  const char* want = "gn_fwd_f16_f16_cf_swish_resident_b512_v8_e4";
+  const Instance* inst =
+      choose_named(Shape{2, 320, {32, 32}, 32}, Layout::channels_first, {want, "gn_fwd_f16_f16_cf_swish_resident_b256_v8_e8"});
+  if (!inst) GTEST_SKIP() << "the preset lacks the resident 512 x 4 and 256 x 8 instances";
+  EXPECT_EQ(inst->name(), want);
+}
+
 TEST(Heuristics, ChannelsFirstStreamForwardTakesOneWorkgroupACuUpTo192Kb) {
   // sd15_64x640 (10.5 MB, 78 KB a compute unit): 512 x e2; vae_256x512 (67 MB): 512 x e1
   for (const auto& [s, per_thread] : {std::pair{Shape{2, 640, {64, 64}, 32}, 2}, std::pair{Shape{1, 512, {256, 256}, 32}, 1}}) {

@@ -27,6 +27,8 @@ constexpr double kTinyBytesPerCu = 8 << 10;
 // and up to which its instance of one 512-thread workgroup a compute unit (per_thread 2) wins.
 constexpr double kStreamCfFwdBytesPerCu = 60 << 10;
 constexpr double kStreamCfFwdOneGroupBytesPerCu = 192 << 10;
+// The channels-last stream forward's instance of two column vectors a thread below this (better).
+constexpr double kStreamClFwdTwoColumnsBytesPerCu = 100 << 10;
 // The channels-last backward's stream family from this many bytes of x a compute unit (below).
 constexpr double kStreamBwdBytesPerCu = 32 << 10;
 
@@ -183,12 +185,15 @@ namespace {
 // Resident instances, measured on an H100 (fp16 SiLU, L2-cold; bench/NOTES.md):
 //  1. a group or sample in one slice when some instance holds it: no exchange at all, and the
 //     smallest that does leaves the fewest threads idle (ResNet 7x7 C=2048: 256 x 2 vectors
-//     15.5 us, 512 x 8: 37 us; ResNet 56x56: 512 x 8 holds 25088, 57 us);
+//     15.5 us, 512 x 8: 37 us; ResNet 56x56: 512 x 8 holds 25088, 57 us); of two that hold as
+//     much, the one of more threads (SD 32x32 C=320, 10240 elements: 512 x 4 6.2 us, 256 x 8
+//     7.1; SD 16x16 C=1920: 7.2 against 8.1; SD 16x16 C=640: 512 x 2 5.2 against 256 x 4 5.4);
 //  2. channels-last: the fewest slices (below);
 //  3. channels-first: workgroups of 256 threads, two or three to a compute unit, so that one's
 //     exchange overlaps another's loads (VAE 256x256 C=512: 256 x 8, 111.7 us, 512 x 8, 116.3), and
-//     among them the largest slice that still makes two items a compute unit (SD 64x64
-//     C=320: 256 x 4 with 320 items, 16.0 us, 256 x 8 with 192, 16.6 us).
+//     among them the largest slice that still makes 1.5 items a compute unit (SD 64x64
+//     C=320: 256 x 4 with 320 items, 14.2 us, 256 x 8 with 192 (1.45 a compute unit), 14.9 us;
+//     SD 32x32 C=1920: 256 x 8 with 256 (1.94) 16.6 us, 256 x 4 with 512 22.6).
 bool better_resident(const Instance& a, const Instance& b, const Problem& p, int cus) {
   const InstanceSpec &x = a.spec(), &y = b.spec();
   if (x.vector != y.vector) return x.vector > y.vector;
@@ -197,7 +202,7 @@ bool better_resident(const Instance& a, const Instance& b, const Problem& p, int
   if (one_a != one_b) return one_a;
   if (one_a) {
     if (x.chunk_elements() != y.chunk_elements()) return x.chunk_elements() < y.chunk_elements();
-    return x.block < y.block;
+    return x.block > y.block;
   }
   if (p.layout == Layout::channels_last && p.op != Op::fwd && p.c <= 256 && x.block != y.block) {
     // the backward at C <= 256: two workgroups of 256 a compute unit, one's loads overlapping
@@ -214,7 +219,7 @@ bool better_resident(const Instance& a, const Instance& b, const Problem& p, int
     return x.block < y.block;
   }
   if ((x.block == 256) != (y.block == 256)) return x.block == 256;
-  const bool two_a = fa.items() >= 2 * cus, two_b = fb.items() >= 2 * cus;
+  const bool two_a = 2 * fa.items() >= 3 * cus, two_b = 2 * fb.items() >= 3 * cus;  // 1.5 a compute unit
   if (two_a != two_b) return two_a;
   if (x.chunk_elements() != y.chunk_elements())
     return two_a ? x.chunk_elements() > y.chunk_elements() : x.chunk_elements() < y.chunk_elements();
@@ -239,12 +244,33 @@ bool better(const Instance& a, const Instance& b, const Problem& p, int cus) {
     if (x.per_thread != y.per_thread) return (x.per_thread == 2) == one;
     return x.block > y.block;
   }
+  if (describe(x.family).streams && p.op == Op::fwd) {
+    // channels-last forward: two column vectors a thread (half the workgroups, each with twice
+    // the loads in flight) below 100 KB of x a compute unit (sd15_64x320 21.1 us against 23.6;
+    // odd_3d_7x31x37_c120 19.4 against 22.5; odd_127x127_c320 28.2 against 30.0), one from there
+    // (bf16 sd15_64x960, 116 KB: 34.0 against 36.2; det_50x84x1024 35.1 against 37.1;
+    // sdxl_128x320 38.9 against 39.8; vae_512x256 162.3 against 175.9)
+    const bool two = double(p.elements()) * double(size_of(p.x_dtype)) / cus < kStreamClFwdTwoColumnsBytesPerCu;
+    if (x.per_thread != y.per_thread) return (x.per_thread == 2) == two;
+    return x.block > y.block;
+  }
   if (describe(x.family).streams) {
-    // the fewest column vectors a thread (registers: 64 a thread at 1024 threads a compute
-    // unit), then 512 threads: fewer items and partials (sd15_64x320 b512 23.1 us, b256 25.2;
-    // vae_512x256 162.0 against 164.7; b512 e2 27.5 against e1 24.4 in the profiler)
+    // the backward (channels-last, one column vector a thread): 512 threads, fewer items and
+    // partials (as the forward: sd15_64x320 b512 23.1 us, b256 25.2; vae_512x256 162.0
+    // against 164.7)
     if (x.per_thread != y.per_thread) return x.per_thread < y.per_thread;
     return x.block > y.block;
+  }
+  if (x.family == Family::onchip && p.op == Op::fwd && x.block != y.block) {
+    // the forward: the most threads that each still get a vector of the group, so that the
+    // group is spread widest (channels-last SD 32x32 C=320, 5120 vectors of 2: 1024 x 16 11.0
+    // us against 512 x 16 12.5; SD 16x16 C=1920: 12.4 against 15.0; SD 16x16 C=1280, 1280 of 8:
+    // 512 x 8 8.0 against 256 x 8 9.2), and where no block is that small the smallest
+    // (det 7x11 C=256, 77 vectors: 128 x 1 3.7 us against 512 x 8 4.3)
+    const std::int64_t vectors = p.group_elements() / x.vector;
+    const bool fill_a = x.block <= vectors, fill_b = y.block <= vectors;
+    if (fill_a != fill_b) return fill_a;
+    return fill_a ? x.block > y.block : x.block < y.block;
   }
   const int order = describe(x.family).chunk_order;
   if (order == 0) return better_resident(a, b, p, cus);
