@@ -2,22 +2,24 @@
 // barrier, x held in shared memory between them where it fits.
 //
 // A channels-first group is a contiguous run of C/G * HW elements, and the groups of the tensor
-// follow each other, so the tensor is cut as one flat run, not by group: workgroup b of R owns
-// the 16-byte vectors [b V / R, (b + 1) V / R) of the run's aligned body (workgroup 0 also the
-// head before it, R - 1 the tail after it; Peel), equal shares whatever the group size is.
+// follow each other, so the tensor is cut as one flat run, not by group: the aligned 16-byte
+// vectors of its body go in equal shares of `chunk` (FlatShares; share 0 also takes the head
+// before the body, the last share the tail after it), one a workgroup, whatever the group size.
 //   1. Each workgroup reads its share once, front to back, group segment by group segment (a
-//      share meets at most a few groups, or a group spans a few shares), and sums x - K and
-//      (x - K)^2 per segment (K: the segment's first element, so no cancellation); a segment's
-//      (n, mean, M2) goes to slot b + group of the workspace, a slot no other (b, group) takes
-//      (the shares are ordered, so b + group is unique). The first `hold_vectors` vectors of
-//      the share are also kept in shared memory.
-//   2. After the barrier each workgroup merges, per segment, the group's slots in a fixed
-//      order (every workgroup of a group gets the same bits) and writes y, its share in
-//      reverse: the vectors read last in phase 1, which the L2 holds, first, and the held
-//      ones, which need no memory at all, last.
-// On an H100 (264 workgroups of 512 threads, ~110 KB each) a tensor of up to ~28 MB is read
-// from memory once, the floor of a copy; past that the part not held is read again, the most
-// recently read of it from L2.
+//      share meets a few groups, or a group spans a few shares), and sums x - K and (x - K)^2
+//      per segment (K: the segment's first element, so no cancellation). Segments go in batches
+//      of one a wavefront: each wavefront reduces its own sums, one barrier a batch, and a
+//      wavefront per segment writes its (n, mean, M2) to slot share + group of the workspace,
+//      a slot no other (share, group) takes (shares are ordered, so share + group is unique).
+//      The share's first `hold_vectors` vectors are also kept in shared memory, and gamma and
+//      beta of its channel rows staged there, their loads in flight with x's.
+//   2. After the barrier a wavefront per segment of a batch merges the group's slots in a
+//      fixed order (every workgroup of a group gets the same bits), and the workgroup writes y,
+//      its share in reverse: the vectors read last in phase 1, which the L2 holds, first, and
+//      the held ones, which need no memory at all, last.
+// On an H100 (132 x 512 threads holding ~190 KB each, or 264 x 512 holding ~104 KB) a tensor of
+// up to ~25 MB is read from memory once, the floor of a copy; past that the part not held is
+// read again, the most recently read of it from L2.
 #pragma once
 
 #include <cstdint>
