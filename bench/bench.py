@@ -9,7 +9,8 @@ for the peers, their training step (forward + backward) minus their forward.
 
     python3 bench/bench.py --lib build-gpu/runtime/libhipgn.so [--peers all|eager|none] ...
 
-Writes bench/results/latest.json (one row per shape, dtype, layout and op), latest.md (the
+Writes bench/results/latest.json (one row per shape, dtype, layout and op; with --best also
+every supporting instance's time, `instances`, which the dispatch rules cite), latest.md (the
 summary and the table) and latest.png (% of copy per shape), under --out.
 """
 from __future__ import annotations
@@ -231,7 +232,7 @@ def main():
     ap.add_argument("--peers", default="all", choices=["all", "eager", "none"])
     ap.add_argument("--compile-dtypes", default="float16,bfloat16,float32",
                     help="dtypes on which torch.compile is timed (it compiles once per problem)")
-    ap.add_argument("--best", action="store_true", help="also time every supporting instance (hipgn_best)")
+    ap.add_argument("--best", action="store_true", help="also time every supporting instance (hipgn_best; each in instances)")
     ap.add_argument("--warm-procs", type=int, default=8, help="processes that compile ahead in parallel")
     ap.add_argument("--out", default=str(HERE / "results"))
     ap.add_argument("--budget-s", type=float, default=1e9, help="stop starting new problems after this")
