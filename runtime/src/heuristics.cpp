@@ -182,6 +182,9 @@ const std::vector<Rule>& rules(Op op, const Target& target) {
 }
 
 namespace {
+// Bytes of x a compute unit: the size against the device, which the rules and tie-breaks read.
+double bytes_per_cu(const Problem& p, int cus) { return double(p.elements()) * double(size_of(p.x_dtype)) / cus; }
+
 // Resident instances, measured on an H100 (fp16 SiLU, L2-cold; bench/NOTES.md):
 //  1. a group or sample in one slice when some instance holds it: no exchange at all, and the
 //     smallest that does leaves the fewest threads idle (ResNet 7x7 C=2048: 256 x 2 vectors
@@ -235,23 +238,20 @@ bool better_resident(const Instance& a, const Instance& b, const Problem& p, int
 bool better(const Instance& a, const Instance& b, const Problem& p, int cus) {
   const InstanceSpec &x = a.spec(), &y = b.spec();
   if (x.vector != y.vector) return x.vector > y.vector;
-  if (describe(x.family).streams && p.layout == Layout::channels_first) {
-    // one workgroup of 512 threads a compute unit (per_thread 2: ~190 KB of x held) up to 192
-    // KB of x a compute unit (sd15_64x640 19.8 us against 20.3 at two; sdxl_128x320 27.9
-    // against 27.9; det_25x42x2048 19.0 against 20.0), two from there (vae_256x512 74.8
-    // against 77.0; sdxl_128x960 71.7 against 72.5; vae_512x256 150.9 against 157.2)
-    const bool one = double(p.elements()) * double(size_of(p.x_dtype)) / cus < kStreamCfFwdOneGroupBytesPerCu;
-    if (x.per_thread != y.per_thread) return (x.per_thread == 2) == one;
-    return x.block > y.block;
-  }
   if (describe(x.family).streams && p.op == Op::fwd) {
-    // channels-last forward: two column vectors a thread (half the workgroups, each with twice
-    // the loads in flight) below 100 KB of x a compute unit (sd15_64x320 21.1 us against 23.6;
-    // odd_3d_7x31x37_c120 19.4 against 22.5; odd_127x127_c320 28.2 against 30.0), one from there
-    // (bf16 sd15_64x960, 116 KB: 34.0 against 36.2; det_50x84x1024 35.1 against 37.1;
-    // sdxl_128x320 38.9 against 39.8; vae_512x256 162.3 against 175.9)
-    const bool two = double(p.elements()) * double(size_of(p.x_dtype)) / cus < kStreamClFwdTwoColumnsBytesPerCu;
-    if (x.per_thread != y.per_thread) return (x.per_thread == 2) == two;
+    // per_thread 2 below a size, 1 from there, then 512 threads. Channels-first: one workgroup
+    // of 512 threads a compute unit (~190 KB of x held) up to 192 KB of x a compute unit
+    // (sd15_64x640 19.8 us against 20.3 at two; sdxl_128x320 27.9 against 27.9;
+    // det_25x42x2048 19.0 against 20.0), two from there (vae_256x512 74.8 against 77.0;
+    // sdxl_128x960 71.7 against 72.5; vae_512x256 150.9 against 157.2). Channels-last: two
+    // column vectors a thread (half the workgroups, each with twice the loads in flight) below
+    // 100 KB (sd15_64x320 21.1 us against 23.6; odd_3d_7x31x37_c120 19.4 against 22.5;
+    // odd_127x127_c320 28.2 against 30.0), one from there (bf16 sd15_64x960, 116 KB: 34.0
+    // against 36.2; det_50x84x1024 35.1 against 37.1; sdxl_128x320 38.9 against 39.8;
+    // vae_512x256 162.3 against 175.9)
+    const double two_below = p.layout == Layout::channels_first ? kStreamCfFwdOneGroupBytesPerCu
+                                                                : kStreamClFwdTwoColumnsBytesPerCu;
+    if (x.per_thread != y.per_thread) return (x.per_thread == 2) == (bytes_per_cu(p, cus) < two_below);
     return x.block > y.block;
   }
   if (describe(x.family).streams) {
@@ -285,12 +285,12 @@ const Instance* heuristic_choice(const Registry& reg, const DeviceInfo& dev, con
   const auto& bucket = reg.bucket(Key::of(p));
   const int cus = dev.cus();
   const double groups_per_cu = double(p.num_groups()) / cus;
-  const double bytes_per_cu = double(p.elements()) * double(size_of(p.x_dtype)) / cus;
+  const double bytes = bytes_per_cu(p, cus);
   for (const Rule& rule : rules(p.op, dev.target())) {
     if (groups_per_cu >= rule.max_groups_per_cu || groups_per_cu < rule.min_groups_per_cu ||
         p.group_elements() < rule.min_group_elements || p.group_elements() > rule.max_group_elements ||
         p.c > rule.max_channels || p.c < rule.min_channels || !(rule.layouts & (1 << int(p.layout))) ||
-        bytes_per_cu < rule.min_bytes_per_cu || bytes_per_cu >= rule.max_bytes_per_cu)
+        bytes < rule.min_bytes_per_cu || bytes >= rule.max_bytes_per_cu)
       continue;
     const Instance* best = nullptr;
     for (const Instance* inst : bucket) {
