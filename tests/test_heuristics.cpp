@@ -262,6 +262,47 @@ TEST(Heuristics, ChannelsLastBackwardSplitsFewWideGroupsFromC1024) {
   EXPECT_EQ(inst->spec().vector, 8) << inst->name();
 }
 
+// A rule's cases: each shape's choice is of `want` (or, with `avoid`, not of it), where the build
+// has an instance of `want` that reaches the shape (smaller presets skip the case).
+struct FamilyCase {
+  Shape s;
+  Family want;
+  bool avoid = false;
+};
+void expect_families(std::initializer_list<FamilyCase> cases, Layout layout, Op op) {
+  for (const FamilyCase& c : cases) {
+    if (!c.avoid && !reaches(c.want, c.s, layout, op)) continue;  // a smaller preset
+    const Instance* inst = choose(c.s, layout, DataType::f16, op);
+    ASSERT_NE(inst, nullptr);
+    if (c.avoid) EXPECT_NE(inst->spec().family, c.want) << inst->name();
+    else EXPECT_EQ(inst->spec().family, c.want) << inst->name();
+  }
+}
+
+// The channels-last backward below 24 KB of x a compute unit (heuristics.cpp,
+// kSplitClBwdBytesPerCu; bench/NOTES.md, "Backward dispatch from every instance's time").
+TEST(Heuristics, SmallChannelsLastBackwardsSplitFewGroupsAndLoopTinyOnes) {
+  expect_families({// sd15_16x640 (C/G = 20, 0.66 MB) and g16_32x640 (C/G = 40, 2.6 MB): split
+                   FamilyCase{{2, 640, {16, 16}, 32}, Family::split}, FamilyCase{{2, 640, {32, 32}, 16}, Family::split},
+                   // instance_norm_32x64 (C/G = 1, no vector for onchip or split): looped
+                   FamilyCase{{2, 64, {32, 32}, 64}, Family::looped},
+                   // layer_norm_32x64 (2 groups of 65536): neither split into many slices nor looped
+                   FamilyCase{{2, 64, {32, 32}, 1}, Family::split, true},
+                   FamilyCase{{2, 64, {32, 32}, 1}, Family::looped, true},
+                   // vae_64x512 (31 KB a compute unit): not split
+                   FamilyCase{{1, 512, {64, 64}, 32}, Family::split, true}},
+                  Layout::channels_last, Op::bwd);
+}
+
+TEST(Heuristics, OnchipBackwardTakes256ThreadsOver128) {
+  // det 7x11 C=256 channels-last (616-element groups): 256 x 8 5.9 us against 128 x 8 6.5
+  const Instance* inst = choose({2, 256, {7, 11}, 32}, Layout::channels_last, DataType::f16, Op::bwd);
+  ASSERT_NE(inst, nullptr);
+  if (inst->spec().family != Family::onchip || !Registry::global().find("gn_bwd_f16_f16_cl_swish_onchip_b128_v8_e1"))
+    GTEST_SKIP() << "no onchip backward of 128 threads in this build";
+  EXPECT_EQ(inst->spec().block, 256) << inst->name();
+}
+
 // The channels-first backward reads peeled runs (groupnorm_bwd.hpp): a spatial size the vector
 // does not divide still gets 16-byte vectors, not the generic scalar instance.
 TEST(Heuristics, OddSpatialChannelsFirstBackwardKeepsWideVectors) {

@@ -31,6 +31,9 @@ constexpr double kStreamCfFwdOneGroupBytesPerCu = 192 << 10;
 constexpr double kStreamClFwdTwoColumnsBytesPerCu = 100 << 10;
 // The channels-last backward's stream family from this many bytes of x a compute unit (below).
 constexpr double kStreamBwdBytesPerCu = 32 << 10;
+// Below this many bytes of x a compute unit, the channels-last backward splits few groups at
+// any C (below).
+constexpr double kSplitClBwdBytesPerCu = 24 << 10;
 
 // Measured on an H100 SXM (sm_90, 132 SMs); the targets that have no measurements of their own
 // read these too, as codegen/vocabulary.py declares (Target.rules).
@@ -133,6 +136,25 @@ RuleTables sm_90() {
           .bytes_per_cu(0, kSmallBytesPerCu)
           .vector_bytes(16)
           .channels_from(1024),
+      // ... and, below 24 KB a compute unit (3.2 MB on 132), at any C and vector: there the
+      // resident family's per-sample exchange costs more than the split family's second launch
+      // (measured on an H100, fp16 SiLU, L2-cold, every instance, bench/results/latest.json of
+      // 2026-11-23: sd15_16x640, C/G = 20: split 13.2 us against resident 17.1; g16_32x640
+      // 19.6 against 23.5; sd15_32x320 17.3 against 18.3; sd15_32x640 21.5 against 22.0;
+      // odd_31x31_c640 20.6 against 21.3), but not at 31 KB (vae_64x512: split 27.5, resident
+      // 26.7, stream 25.6) nor with a handful of groups, each split into many slices
+      // (layer_norm_32x64, 2 groups: split 14.0, resident 13.0) ...
+      Rule{Family::split, 1.0, 4096, "channels-last, a small tensor, few groups: several workgroups per group",
+           std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast, std::numeric_limits<std::int64_t>::max(),
+           0.2}
+          .bytes_per_cu(0, kSplitClBwdBytesPerCu),
+      // ... and below 8 KB a compute unit (1 MB on 132), groups of up to 4096 elements that the
+      // onchip rule did not take (C/G takes no vector, say): a workgroup per group looping over
+      // it (instance_norm_32x64, C/G = 1: looped 12.9 us against resident 15.5 and stream
+      // 17.4; not larger groups: layer_norm_32x64, 2 groups of 65536, looped 69.1, resident 13.0) ...
+      Rule{Family::looped, kAny, 0, "channels-last, a tiny tensor, small groups: a workgroup per group", 4096,
+           Rule::kChannelsLast}
+          .bytes_per_cu(0, kTinyBytesPerCu),
       // ... and below 32 KB a compute unit (4.2 MB on 132) its fixed cost loses to the older
       // families (odd_97x89_c96_cg3, 3.3 MB: resident 20.9 us, stream 23.5; sd15_32x640, 2.6
       // MB: split 21.5, stream 23.5; sd15_32x960, 3.9 MB: stream 25.1, resident 28.0).
@@ -271,6 +293,12 @@ bool better(const Instance& a, const Instance& b, const Problem& p, int cus) {
     const bool fill_a = x.block <= vectors, fill_b = y.block <= vectors;
     if (fill_a != fill_b) return fill_a;
     return fill_a ? x.block > y.block : x.block < y.block;
+  }
+  if (x.family == Family::onchip && p.op != Op::fwd && x.block != y.block) {
+    // the backward: 256 threads over 128, where both hold the group (channels-last det 7x11
+    // C=256: 256 x 8 5.9 us against 128 x 8 6.5; hw1_512 5.0 against 5.5; channels-first
+    // instance_norm_32x64 5.4 against 5.6)
+    return x.block > y.block;
   }
   const int order = describe(x.family).chunk_order;
   if (order == 0) return better_resident(a, b, p, cus);
