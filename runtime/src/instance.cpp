@@ -354,6 +354,12 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
       k.partials = reinterpret_cast<float*>(exchange + resident_counter_bytes(r.units));
     }
   }
+  if (describe(spec_.family).streams) {
+    // both layouts: the barrier counters first in the workspace, then the exchanged partials
+    k.groups_div = FastDivmod::make(std::uint64_t(p.groups));
+    k.counters = static_cast<std::uint32_t*>(workspace);
+    k.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + resident_counter_bytes(kStreamCounterWords));
+  }
   if (describe(spec_.family).streams && cf) {
     // the aligned body's vectors in equal shares, one a workgroup the device runs at once
     const std::int64_t v = spec_.vector, total = p.elements(), head = std::min<std::int64_t>((v - k.phase) % v, total);
@@ -362,19 +368,13 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
     k.slice_vectors = std::int32_t(chunk);
     k.slices_div = FastDivmod::make(std::uint64_t(chunk));
     k.affine_rows = std::int32_t(stream_cf_affine_rows(chunk, spec_.vector, hw));
-    k.groups_div = FastDivmod::make(std::uint64_t(p.groups));
-    k.counters = static_cast<std::uint32_t*>(workspace);
-    k.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + resident_counter_bytes(kStreamCounterWords));
   } else if (describe(spec_.family).streams) {
     const StreamItems s = stream_items(p, compute_units);
     k.slices = std::int32_t(s.parts);
     k.items = s.items;
     k.part_rows = s.part_rows;
     k.slices_div = FastDivmod::make(std::uint64_t(s.parts));
-    k.groups_div = FastDivmod::make(std::uint64_t(p.groups));
     k.cpg_div = FastDivmod::make(std::uint64_t(cg));
-    k.counters = static_cast<std::uint32_t*>(workspace);
-    k.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + resident_counter_bytes(kStreamCounterWords));
     k.group_stats = k.partials + std::size_t(s.items) * stream_pairs(p) * 2;
   }
   if (workspace_bytes(p, compute_units) && !workspace) return Status::error(StatusCode::invalid_argument, name_ + " needs a workspace");
