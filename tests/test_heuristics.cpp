@@ -164,6 +164,21 @@ TEST(Heuristics, ResidentOneSliceTiesGoToMoreThreads) {
   EXPECT_EQ(inst->name(), want);
 }
 
+TEST(Heuristics, ResidentChannelsFirstPrefersFewerRoundsOfClusters) {
+  // sd15_32x1920 (64 groups of 61440): 512 x 8 in 2 slices (14.8 us) beats 256 x 8 in 4, whose
+  // clusters the device holds in two rounds (20.3), on an H100 (bench/NOTES.md, "Clusters")
+  const char* want = "gn_fwd_f16_f16_cf_swish_resident_b512_v8_e8";
+  const Instance* inst = choose_named(Shape{2, 1920, {32, 32}, 32}, Layout::channels_first,
+                                      {want, "gn_fwd_f16_f16_cf_swish_resident_b256_v8_e8"});
+  if (!inst) GTEST_SKIP() << "the preset lacks the resident 512 x 8 and 256 x 8 instances";
+  EXPECT_EQ(inst->name(), want);
+  // sd15_64x320 (64 groups of 40960): 256 x 4's 320 items fit one round (11.9 us; 512 x 8 13.4)
+  const char* four = "gn_fwd_f16_f16_cf_swish_resident_b256_v8_e4";
+  const Instance* sd = choose_named(Shape{2, 320, {64, 64}, 32}, Layout::channels_first, {four});
+  ASSERT_NE(sd, nullptr);
+  EXPECT_EQ(sd->name(), four);
+}
+
 TEST(Heuristics, ChannelsFirstStreamForwardTakesOneWorkgroupACuUpTo192Kb) {
   // sd15_64x640 (10.5 MB, 78 KB a compute unit): 512 x e2; vae_256x512 (67 MB): 512 x e1
   for (const auto& [s, per_thread] : {std::pair{Shape{2, 640, {64, 64}, 32}, 2}, std::pair{Shape{1, 512, {256, 256}, 32}, 1}}) {

@@ -3,6 +3,7 @@
 #include "hipgn/op.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <utility>
 
@@ -219,6 +220,19 @@ double bytes_per_cu(const Problem& p, int cus) { return double(p.elements()) * d
 //     among them the largest slice that still makes 1.5 items a compute unit (SD 64x64
 //     C=320: 256 x 4 with 320 items, 14.2 us, 256 x 8 with 192 (1.45 a compute unit), 14.9 us;
 //     SD 32x32 C=1920: 256 x 8 with 256 (1.94) 16.6 us, 256 x 4 with 512 22.6).
+// Rounds in which the device runs `items` workgroups of a resident instance: an sm_90 compute
+// unit's 64K registers over the workgroup's (about 40 a thread plus 8 a held vector, ptxas's
+// report for the forward) and its 228 KB of shared memory over the two bulk-copy stages, 95% of
+// that for the clusters' packing into GPCs. cudaOccupancyMaxActiveClusters agreed on an H100
+// (256 x 4: 45 clusters of 8, 360 workgroups against 3 x 132 here; 256 x 8: 62 of 4, 248
+// against 2 x 132; 512 x 8: 66 of 2, 132 against 132).
+std::int64_t resident_rounds(const InstanceSpec& s, std::int64_t items, int cus) {
+  const std::int64_t by_registers = 65536 / (std::int64_t(s.block) * (40 + 8 * s.per_thread));
+  const std::int64_t by_shared = (228 << 10) / (2 * std::int64_t(s.block) * s.per_thread * 16 + 1024);
+  const double per_round = 0.95 * cus * double(std::max<std::int64_t>(1, std::min(by_registers, by_shared)));
+  return std::int64_t(std::ceil(double(items) / per_round));
+}
+
 bool better_resident(const Instance& a, const Instance& b, const Problem& p, int cus) {
   const InstanceSpec &x = a.spec(), &y = b.spec();
   if (x.vector != y.vector) return x.vector > y.vector;
@@ -242,6 +256,16 @@ bool better_resident(const Instance& a, const Instance& b, const Problem& p, int
     // 512 x 8 104.9 against 256 x 8 174.5
     if (fa.slices != fb.slices) return fa.slices < fb.slices;
     return x.block < y.block;
+  }
+  if (p.layout == Layout::channels_first) {
+    // channels-first slices exchange within a thread-block cluster on sm_90 (kernels/cluster.hpp;
+    // bench/NOTES.md, "Clusters"), and a group's clusters the device cannot hold at once wait
+    // for a second round: fewer rounds first (sd15_32x1920: 512 x 8, 128 items, 14.8 us against
+    // 256 x 8, 256 items on the 248 workgroups its clusters of 4 fit, 20.3); past one round the
+    // fewest slices (there 512 x 8 against 256 x 4's 8 slices, 18.1)
+    const std::int64_t ra = resident_rounds(x, fa.items(), cus), rb = resident_rounds(y, fb.items(), cus);
+    if (ra != rb) return ra < rb;
+    if (ra > 1 && fa.slices != fb.slices) return fa.slices < fb.slices;
   }
   if ((x.block == 256) != (y.block == 256)) return x.block == 256;
   const bool two_a = 2 * fa.items() >= 3 * cus, two_b = 2 * fb.items() >= 3 * cus;  // 1.5 a compute unit

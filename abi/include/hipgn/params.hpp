@@ -99,6 +99,10 @@ struct Params {
   // boundary, so rows and groups are read as peeled runs (common.hpp: Peel, SpatialCursor)
   std::int32_t span;
   std::int32_t pass;               // the backward: 0 on chip; 1, 2 the streaming passes (resident_bwd.hpp)
+  // The resident forward: 1 when the launcher made each unit's slices one thread-block cluster,
+  // so they exchange through distributed shared memory (kernels/cluster.hpp), not `counters`
+  // and `partials`; 0 otherwise (set by the launcher, never by the runtime)
+  std::int32_t cluster;
   std::uint32_t* counters;
   float* partials;
 
@@ -120,6 +124,10 @@ struct Params {
 // Channels staged per channels-first item: a slice touches at most min(C/G, its elements / HW
 // + 2) channels.
 inline constexpr int kResidentStageChannels = 1024;
+// The most slices of a channels-first group that form one thread-block cluster (sm_90: 8 on
+// every part, 16 on an H100 once a kernel opts in; kernels/cluster.hpp checks what the device
+// holds); past it, slices exchange through the workspace.
+inline constexpr int kClusterSlicesMax = 16;
 // Dynamic shared memory a resident workgroup may ask for: within sm_90's 227 KB a workgroup
 // with room for the static arrays (AMD's register path asks for no stages, so its need stays
 // within the 64 KB LDS for the C and G the support check lets through).

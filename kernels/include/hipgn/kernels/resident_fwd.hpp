@@ -3,9 +3,10 @@
 // (kPerThread 16-byte vectors a thread, in x's storage type) from its load to its store. A unit
 // is what one set of statistics covers: a group (channels-first) or a sample with all its
 // groups (channels-last). A unit larger than one workgroup holds is cut into slices whose
-// workgroups exchange partial statistics (count, mean, M2: Chan's merge) through the
-// workspace with an arrival counter, so no second launch and no second read of x is needed;
-// the launcher makes the grid co-resident (a cooperative launch) whenever slices exchange.
+// workgroups exchange partial statistics (count, mean, M2: Chan's merge), so no second launch
+// and no second read of x is needed: channels-first, where a unit's slices fit one thread-block
+// cluster (sm_90, up to 16), through distributed shared memory (cluster.hpp); otherwise through
+// the workspace with an arrival counter, under a cooperative launch that keeps them co-resident.
 //
 // Channels-first: a group is one contiguous span of C/G * HW elements. Its body is read with
 // aligned 16-byte vectors whatever HW and x's alignment are; the up to V-1 elements before and
@@ -20,6 +21,7 @@
 #include <cstdint>
 
 #include "hipgn/kernels/bulk.hpp"
+#include "hipgn/kernels/cluster.hpp"
 #include "hipgn/kernels/common.hpp"
 #include "hipgn/kernels/persistent.hpp"
 #include "hipgn/params.hpp"
@@ -107,6 +109,12 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
   using Gm = typename Traits::GammaType;
   using VecT = Vec<T, V>;
   __shared__ float scale[kResidentStageChannels], shift[kResidentStageChannels];
+#if defined(HIPGN_CLUSTERS)
+  // this workgroup's (mean, M2) for its cluster's merge, by item parity: a workgroup rewrites
+  // a slot two items later, after the cluster barrier of the item between, which every peer
+  // reaches only once it has read the slot
+  __shared__ float2 exchange[2];
+#endif
   const T* x = static_cast<const T*>(p.x);
   T* y = static_cast<T*>(p.y);
   const Gm* gamma = static_cast<const Gm*>(p.gamma);
@@ -194,6 +202,14 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
     if (p.slices == 1) {
       mean = mean_local;
       rstd = rsqrtf(m2_local / n_local + p.eps);
+#if defined(HIPGN_CLUSTERS)
+    } else if (p.cluster) {  // the cluster's ranks are the unit's slices, in order
+      if (t == 0) exchange[k & 1] = make_float2(mean_local, m2_local);
+      cluster_sync();
+      const Stats s = cluster_merge(&exchange[k & 1], int(p.slices), [&](int i) { return sl.count(p, i); });
+      mean = s.mean;
+      rstd = rsqrtf(s.m2 / s.n + p.eps);
+#endif
     } else {
       if (t == 0) {
         float* w = p.partials + item * 2;  // item = unit * slices + slice
@@ -258,6 +274,9 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
     }
     __syncthreads();  // the staging is rewritten by the next item
   }
+#if defined(HIPGN_CLUSTERS)
+  if (p.cluster) cluster_sync();  // no workgroup leaves while a peer may still read its slots
+#endif
 }
 
 // Channels-last statistics of a slice: lane l's per-channel (mean, M2) over its rows sit in
@@ -444,6 +463,15 @@ struct ResidentFwdLauncher {
     const bool exchange = p.slices > 1;
     const std::size_t stages = resident_stage_bytes(Traits::kBlockSize, Traits::kPerThread);
     if constexpr (Traits::kLayout == Layout::channels_first) {
+      // a grid of clusters, one a group, where the device has them (cluster.hpp)
+      hipError_t e = hipSuccess;
+      // (slices are not rounded to a power of two to tile a GPC: measured on an H100, fp16
+      // SiLU, every resident instance, that spread each slice thinner and cost 6% in geomean,
+      // sd15_64x320 256 x 4: 15.5 us against 11.9; bench/NOTES.md, "Clusters")
+      if (exchange && p.slices <= kClusterSlicesMax &&
+          launch_clusters(&fwd_resident_cf_kernel<Traits>, p, Traits::kBlockSize, stages, int(p.slices),
+                          p.items / p.slices, stream, &e))
+        return e;
       return launch_persistent(&fwd_resident_cf_kernel<Traits>, p, Traits::kBlockSize, stages, exchange,
                                p.items / p.slices, stream);
     } else {

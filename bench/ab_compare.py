@@ -1,0 +1,44 @@
+"""Compares two bench.py results (A, B) problem by problem: hipgn's dispatched time, the fastest
+instance, and with --best every instance both timed (the family's instances by default).
+
+    python3 bench/ab_compare.py A/latest.json B/latest.json [--family resident]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+
+def rows(path):
+    return {(r["name"], r["dtype"], r["layout"], r["op"]): r for r in json.load(open(path))["rows"]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("a")
+    ap.add_argument("b")
+    ap.add_argument("--family", default="resident", help="instances of this family are listed one by one")
+    args = ap.parse_args()
+    a, b = rows(args.a), rows(args.b)
+    ratios = []
+    print(f"{'problem':44} {'copy':>6} {'A':>7} {'B':>7} {'A/B':>5}  {'A best':>7} {'B best':>7}  A's instance; "
+          f"{args.family} instances A/B us")
+    for key in sorted(a.keys() & b.keys()):
+        ra, rb = a[key], b[key]
+        ratios.append(ra["hipgn"] / rb["hipgn"])
+        fam = []
+        ia, ib = dict(ra.get("instances", [])), dict(rb.get("instances", []))
+        for name in sorted(ia.keys() & ib.keys()):
+            if f"_{args.family}_" in name:
+                fam.append(f"{name.split('_')[-3]}{name.split('_')[-1]} {ia[name]:.1f}/{ib[name]:.1f}")
+        print(f"{' '.join(key):44} {ra['copy']:6.1f} {ra['hipgn']:7.1f} {rb['hipgn']:7.1f} {ra['hipgn'] / rb['hipgn']:5.2f}  "
+              f"{ra.get('hipgn_best', math.nan):7.1f} {rb.get('hipgn_best', math.nan):7.1f}  "
+              f"{ra['hipgn_name'].split('_', 6)[-1]}; {', '.join(fam)}")
+    if ratios:
+        print(f"A/B geomean of hipgn's time over {len(ratios)} problems: "
+              f"{math.exp(sum(map(math.log, ratios)) / len(ratios)):.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+"""Merges a bench.py run into the kept results: the run's rows replace the kept rows of the same
+(shape, dtype, layout, op), the others stay; latest.md and latest.png are written again from the
+merged rows, and `meta.runs` records which run gave what.
+
+    python3 bench/merge_results.py NEW/latest.json [--into bench/results] [--note "what this run was"]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import bench  # noqa: E402  (summarize, plot: the same tables and plot as a run writes)
+
+
+def key(r):
+    return (r["name"], r["dtype"], r["layout"], r["op"])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("new")
+    ap.add_argument("--into", default=str(bench.HERE / "results"))
+    ap.add_argument("--note", default="")
+    a = ap.parse_args()
+    into = pathlib.Path(a.into)
+    kept = json.loads((into / "latest.json").read_text())
+    new = json.loads(pathlib.Path(a.new).read_text())
+    fresh = {key(r): r for r in new["rows"]}
+    rows = [fresh.pop(key(r), r) for r in kept["rows"]] + list(fresh.values())
+    meta = dict(kept["meta"])
+    if meta.get("gpu") != new["meta"].get("gpu"):
+        sys.exit(f"merge_results: the kept rows ran on {meta.get('gpu')}, the new on {new['meta'].get('gpu')}")
+    runs = list(meta.get("runs", []))
+    runs.append(dict(date=new["meta"]["date"], rows=len(new["rows"]), note=a.note))
+    meta.update(date=new["meta"]["date"], runs=runs)
+    (into / "latest.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1) + "\n")
+    md = bench.summarize([r for r in rows], meta)
+    (into / "latest.md").write_text(md)
+    try:
+        bench.plot(rows, meta, into / "latest.png")
+    except Exception as e:  # matplotlib missing: the tables still stand
+        print(f"# plot skipped: {e!r}")
+    print(md.split("\n| shape |")[0])
+
+
+if __name__ == "__main__":
+    main()

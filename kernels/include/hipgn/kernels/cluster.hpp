@@ -1,0 +1,162 @@
+// Thread-block clusters (sm_90): the slices of one unit exchange their partial statistics
+// through distributed shared memory and a cluster barrier instead of the workspace, an arrival
+// counter and a cooperative launch. What that removes per launch was measured apart
+// (bench/NOTES.md, "Fixed costs"): the counters' memset node (~1.9 us) and a device-scope
+// arrival and wait per item; a cluster barrier is a hardware barrier over at most 16
+// workgroups of one GPC.
+//
+// The target trait: HIPGN_CLUSTERS says whether the device pass has clusters (NVIDIA sm_90 and
+// later); cluster_launch_ok() whether the host may launch one (nvcc's build on a device of
+// compute capability 9 or more). Elsewhere (AMD, older NVIDIA) the slices keep the portable
+// path, the exchange through the workspace (common.hpp: arrive_and_wait); the kernels take the
+// cluster path only when the launcher says so (Params::cluster).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "hipgn/kernels/common.hpp"
+#include "hipgn/params.hpp"
+#include "hipgn/platform.hpp"
+
+#if defined(__NVCC__)
+#include <cooperative_groups.h>
+#endif
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define HIPGN_CLUSTERS 1
+#endif
+
+namespace hipgn::kernels {
+
+// The most workgroups one cluster may have: 8 is every sm_90 part's guarantee ("portable");
+// an H100 also runs 16 (kClusterSlicesMax) once the kernel opts in, which the launcher asks for
+// and checks with the occupancy query (a part or a shared-memory size that cannot gets the
+// portable path).
+inline constexpr int kClusterPortable = 8;
+
+#if defined(HIPGN_CLUSTERS)
+namespace cg = cooperative_groups;
+
+// Every thread of every workgroup of the cluster arrives and waits: the shared-memory writes
+// before it (release) are visible to the reads of any workgroup after it (acquire).
+__device__ __forceinline__ void cluster_sync() { cg::this_cluster().sync(); }
+
+// Workgroup `rank`'s copy of a __shared__ object of this kernel.
+template <typename T>
+__device__ __forceinline__ const T* cluster_peer(const T* local, int rank) {
+  return cg::this_cluster().map_shared_rank(const_cast<T*>(local), rank);
+}
+
+// Merges the (mean, M2) pairs that the cluster's `slices` workgroups left in `slot` (each its
+// own, in its own shared memory, written before a cluster_sync), in rank order: lane i of a
+// wavefront reads rank i's pair (ranks past the wavefront fold in lane order), the shuffle tree
+// merges, lane 0's result is broadcast. Every wavefront of every workgroup does the same
+// arithmetic in the same order, so all agree to the bit, run after run, without a workgroup
+// barrier.
+template <typename Count>
+__device__ __forceinline__ Stats cluster_merge(const float2* slot, int slices, Count count) {
+  const int lane = threadIdx.x % kWarpSize;
+  Stats s{0.f, 0.f, 0.f};
+  for (int i = lane; i < slices; i += kWarpSize) {
+    const float2 w = *cluster_peer(slot, i);
+    s = merge(s, Stats{count(i), w.x, w.y});
+  }
+  s = warp_merge(s);
+  return Stats{__shfl_sync(0xffffffffu, s.n, 0), __shfl_sync(0xffffffffu, s.mean, 0),
+               __shfl_sync(0xffffffffu, s.m2, 0)};
+}
+#endif
+
+// Host: whether this build may launch clusters on the current device, asked once per device.
+// HIPGN_CLUSTERS=0 in the environment (read once) keeps every launch on the portable path: the
+// GPU tests run the resident family both ways, and the benchmark compares them.
+inline bool cluster_launch_ok() {
+#if defined(__NVCC__)
+  static const bool allowed = [] {
+    const char* v = std::getenv("HIPGN_CLUSTERS");
+    return !(v && std::string(v) == "0");
+  }();
+  if (!allowed) return false;
+  static std::mutex mutex;
+  static std::map<int, bool> known;
+  int device = 0;
+  if (hipGetDevice(&device) != hipSuccess) return false;
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto it = known.find(device);
+  if (it != known.end()) return it->second;
+  int major = 0;
+  const bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && major >= 9;
+  return known[device] = ok;
+#else
+  return false;
+#endif
+}
+
+// Launches `kernel` as a persistent grid of clusters of `cluster` workgroups (the slices of a
+// unit, Params::cluster = 1): as many clusters as the device holds at once (the occupancy
+// query, asked once per shape), never more than `units`. Returns false, launching nothing,
+// when the device cannot hold one such cluster (then the caller takes the portable path).
+inline bool launch_clusters(void (*kernel)(Params), const Params& p, int block, std::size_t smem, int cluster,
+                            std::int64_t units, hipStream_t stream, hipError_t* result) {
+#if defined(__NVCC__)
+  if (cluster < 2 || cluster > kClusterSlicesMax || !cluster_launch_ok()) return false;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = unsigned(cluster);
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.blockDim = dim3(unsigned(block));
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+
+  static std::mutex mutex;
+  static std::map<std::tuple<void (*)(Params), int, std::size_t, int>, int> cache;
+  const auto key = std::make_tuple(kernel, block, smem, cluster);
+  int active = -1;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto it = cache.find(key);
+    if (it != cache.end()) active = it->second;
+  }
+  if (active < 0) {
+    active = 0;
+    const void* f = reinterpret_cast<const void*>(kernel);
+    // the kernel's device code must have the cluster path: compiled for a virtual architecture of
+    // 9.0 or later (code built for older targets, which the driver may still run here, has none)
+    cudaFuncAttributes fa{};
+    if (cudaFuncGetAttributes(&fa, f) != cudaSuccess || fa.ptxVersion < 90) active = -2;
+    if (active == 0 && smem > 48 * 1024 &&
+        cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kResidentMaxSmem)) != cudaSuccess)
+      active = -2;
+    if (active == 0 && cluster > kClusterPortable &&
+        cudaFuncSetAttribute(f, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
+      active = -2;
+    config.gridDim = dim3(unsigned(cluster));
+    if (active == 0 && cudaOccupancyMaxActiveClusters(&active, kernel, &config) != cudaSuccess) active = 0;
+    (void)cudaGetLastError();  // a refused attribute or query leaves no error behind
+    if (active < 0) active = 0;
+    std::lock_guard<std::mutex> lock(mutex);
+    cache[key] = active;
+  }
+  if (active == 0) return false;
+  config.gridDim = dim3(unsigned((units < active ? units : active) * cluster));
+  Params copy = p;
+  copy.cluster = 1;
+  *result = cudaLaunchKernelEx(&config, kernel, copy);
+  return true;
+#else
+  (void)kernel, (void)p, (void)block, (void)smem, (void)cluster, (void)units, (void)stream, (void)result;
+  return false;
+#endif
+}
+
+}  // namespace hipgn::kernels
