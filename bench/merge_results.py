@@ -33,11 +33,16 @@ def main():
     meta = dict(kept["meta"])
     if meta.get("gpu") != new["meta"].get("gpu"):
         sys.exit(f"merge_results: the kept rows ran on {meta.get('gpu')}, the new on {new['meta'].get('gpu')}")
-    runs = list(meta.get("runs", []))
+    runs = meta.get("runs", [])
+    # earlier files describe their runs in a sentence
+    runs = [dict(date=kept["meta"].get("date"), rows=len(kept["rows"]), note=runs)] if isinstance(runs, str) else list(runs)
     runs.append(dict(date=new["meta"]["date"], rows=len(new["rows"]), note=a.note))
     meta.update(date=new["meta"]["date"], runs=runs)
     (into / "latest.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1) + "\n")
-    md = bench.summarize([r for r in rows], meta)
+    md = bench.summarize(rows, meta)
+    merged = "Runs, each later one replacing the rows it measured (bench/merge_results.py): " + "; ".join(f"{r['date']}, {r['rows']} rows: {r['note']}" for r in runs)
+    head, rest = md.split("\n\n", 2)[:2], md.split("\n\n", 2)[2]
+    md = "\n\n".join(head + [merged, rest])
     (into / "latest.md").write_text(md)
     try:
         bench.plot(rows, meta, into / "latest.png")
