@@ -20,6 +20,7 @@
 #include <string>
 #include <tuple>
 
+#include "hipgn/kernels/bulk.hpp"
 #include "hipgn/kernels/common.hpp"
 #include "hipgn/params.hpp"
 #include "hipgn/platform.hpp"
@@ -43,34 +44,78 @@ inline constexpr int kClusterPortable = 8;
 #if defined(HIPGN_CLUSTERS)
 namespace cg = cooperative_groups;
 
-// Every thread of every workgroup of the cluster arrives and waits: the shared-memory writes
-// before it (release) are visible to the reads of any workgroup after it (acquire).
+// Every thread of every workgroup of the cluster arrives and waits, with release and acquire:
+// shared-memory writes before it are visible to every workgroup after it. Its release is a
+// GPU-scope fence (MEMBAR.ALL.GPU in the SASS), which waits for every global store in flight;
+// the exchange below avoids it item by item.
 __device__ __forceinline__ void cluster_sync() { cg::this_cluster().sync(); }
 
-// Workgroup `rank`'s copy of a __shared__ object of this kernel.
-template <typename T>
-__device__ __forceinline__ const T* cluster_peer(const T* local, int rank) {
-  return cg::this_cluster().map_shared_rank(const_cast<T*>(local), rank);
+// A cluster barrier without memory ordering: no workgroup passes until all arrived.
+__device__ __forceinline__ void cluster_barrier_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
 }
 
-// Merges the (mean, M2) pairs that the cluster's `slices` workgroups left in `slot` (each its
-// own, in its own shared memory, written before a cluster_sync), in rank order: lane i of a
-// wavefront reads rank i's pair (ranks past the wavefront fold in lane order), the shuffle tree
-// merges, lane 0's result is broadcast. Every wavefront of every workgroup does the same
-// arithmetic in the same order, so all agree to the bit, run after run, without a workgroup
-// barrier.
-template <typename Count>
-__device__ __forceinline__ Stats cluster_merge(const float2* slot, int slices, Count count) {
-  const int lane = threadIdx.x % kWarpSize;
-  Stats s{0.f, 0.f, 0.f};
-  for (int i = lane; i < slices; i += kWarpSize) {
-    const float2 w = *cluster_peer(slot, i);
-    s = merge(s, Stats{count(i), w.x, w.y});
+// The exchange of one (mean, M2) pair a workgroup an item, pushed: each workgroup stores its
+// pair into every peer's slot with st.async, which completes on that peer's mbarrier (counted in
+// bytes), so a workgroup waits only until the pairs it needs have landed in its own shared
+// memory, and no fence has to drain its global stores first. Nsight Compute's stall sampling of
+// the version with a cluster barrier an item put ~16% of the samples on the barrier and its
+// GPU-scope fence (bench/NOTES.md, "Clusters").
+//
+// Slots and barriers go by item parity: a workgroup pushes item k + 2 into a peer's slot k % 2
+// only after its own wait for item k + 1, which needs that peer's push of k + 1, which the peer
+// makes after it read its slots of item k; and a peer's push of k + 1 lands on barrier (k + 1) % 2,
+// never on the one whose phase k is still open.
+struct ClusterExchange {
+  float2 slot[2][kClusterSlicesMax];  // [item parity][sender rank]
+  std::uint64_t bar[2];
+
+  // Thread 0 of every workgroup, then cluster_sync() before any push: a peer may signal only
+  // a barrier that is initialized.
+  __device__ __forceinline__ void init() {
+    for (int i = 0; i < 2; ++i)
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bulk::smem_address(&bar[i])) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
-  s = warp_merge(s);
-  return Stats{__shfl_sync(0xffffffffu, s.n, 0), __shfl_sync(0xffffffffu, s.mean, 0),
-               __shfl_sync(0xffffffffu, s.m2, 0)};
-}
+  // Every thread calls it: thread 0 expects `slices` pairs on this workgroup's barrier of item
+  // k, and thread r < slices pushes this workgroup's pair (rank `rank`) to workgroup r, itself
+  // included. One store a thread, no loop: a loop in thread 0, unrolled, held 16 more registers
+  // a thread across the whole item and cost the 256 x 4 instance a workgroup a compute unit
+  // (96 registers; sd15_64x320 14.9 us against 12.0).
+  __device__ __forceinline__ void push(int k, int rank, int slices, float2 v) {
+    const std::uint32_t local_bar = bulk::smem_address(&bar[k & 1]);
+    const int r = int(threadIdx.x);
+    if (r == 0)
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(local_bar),
+                   "r"(std::uint32_t(slices * sizeof(float2)))
+                   : "memory");
+    if (r < slices) {
+      std::uint32_t dst, dst_bar;
+      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(dst) : "r"(bulk::smem_address(&slot[k & 1][rank])), "r"(r));
+      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(dst_bar) : "r"(local_bar), "r"(r));
+      asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::"r"(dst),
+                   "f"(v.x), "f"(v.y), "r"(dst_bar)
+                   : "memory");
+    }
+  }
+  // Every thread: waits for item k's pairs, then merges them in rank order: lane i of a
+  // wavefront takes rank i's pair, the shuffle tree merges, lane 0's result is broadcast. Every
+  // wavefront of every workgroup does the same arithmetic in the same order, so all agree to the
+  // bit, run after run, without a workgroup barrier.
+  template <typename Count>
+  __device__ __forceinline__ Stats merge_item(int k, int slices, Count count) {
+    bulk::wait(&bar[k & 1], std::uint32_t((k >> 1) & 1));
+    const int lane = threadIdx.x % kWarpSize;
+    Stats s{0.f, 0.f, 0.f};
+    for (int i = lane; i < slices; i += kWarpSize) {
+      const float2 w = slot[k & 1][i];
+      s = merge(s, Stats{count(i), w.x, w.y});
+    }
+    s = warp_merge(s);
+    return Stats{__shfl_sync(0xffffffffu, s.n, 0), __shfl_sync(0xffffffffu, s.mean, 0),
+                 __shfl_sync(0xffffffffu, s.m2, 0)};
+  }
+};
 #endif
 
 // Host: whether this build may launch clusters on the current device, asked once per device.

@@ -75,10 +75,15 @@ __device__ __forceinline__ Stats merge_partials(const float* partials, std::int6
 }
 
 // Occupancy: a thread holding 2 vectors fits in 64 registers, so 1024 threads share a compute
-// unit; 4 or 8 vectors take up to twice that (spilling at 64 costs more than the occupancy).
+// unit; 4 vectors in 80, so 768 (three workgroups of 256, which the cluster tie-break counts
+// on: heuristics.cpp, resident_rounds; at 84 registers, rounded up to 88 a thread, two held
+// 256 x 4 at sd15_64x320 to 14.9 us against 12.0); 8 vectors take up to twice the first
+// (spilling at 64 costs more than the occupancy).
 template <typename Traits>
 inline constexpr int kResidentMinBlocks =
-    Traits::kBlockSize >= 1024 ? 1 : (Traits::kPerThread <= 2 ? 1024 : 512) / Traits::kBlockSize;
+    Traits::kBlockSize >= 1024
+        ? 1
+        : (Traits::kPerThread <= 2 ? 1024 : Traits::kPerThread == 4 ? 768 : 512) / Traits::kBlockSize;
 
 // With the bulk copy engine, two shared-memory stages of block x per_thread vectors: while a
 // workgroup reduces, exchanges and stores item k (stage k % 2), item k + 1 is arriving in the
@@ -110,10 +115,11 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
   using VecT = Vec<T, V>;
   __shared__ float scale[kResidentStageChannels], shift[kResidentStageChannels];
 #if defined(HIPGN_CLUSTERS)
-  // this workgroup's (mean, M2) for its cluster's merge, by item parity: a workgroup rewrites
-  // a slot two items later, after the cluster barrier of the item between, which every peer
-  // reaches only once it has read the slot
-  __shared__ float2 exchange[2];
+  __shared__ ClusterExchange exchange;  // the slices' pairs when they are a cluster (p.cluster)
+  if (p.cluster) {
+    if (threadIdx.x == 0) exchange.init();
+    cluster_sync();
+  }
 #endif
   const T* x = static_cast<const T*>(p.x);
   T* y = static_cast<T*>(p.y);
@@ -204,9 +210,8 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
       rstd = rsqrtf(m2_local / n_local + p.eps);
 #if defined(HIPGN_CLUSTERS)
     } else if (p.cluster) {  // the cluster's ranks are the unit's slices, in order
-      if (t == 0) exchange[k & 1] = make_float2(mean_local, m2_local);
-      cluster_sync();
-      const Stats s = cluster_merge(&exchange[k & 1], int(p.slices), [&](int i) { return sl.count(p, i); });
+      exchange.push(k, int(sl.slice), int(p.slices), make_float2(mean_local, m2_local));
+      const Stats s = exchange.merge_item(k, int(p.slices), [&](int i) { return sl.count(p, i); });
       mean = s.mean;
       rstd = rsqrtf(s.m2 / s.n + p.eps);
 #endif
@@ -275,7 +280,9 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
     __syncthreads();  // the staging is rewritten by the next item
   }
 #if defined(HIPGN_CLUSTERS)
-  if (p.cluster) cluster_sync();  // no workgroup leaves while a peer may still read its slots
+  // no workgroup leaves while its pushes to peers may be in flight (peers read no other
+  // workgroup's shared memory: nothing to order, so no fence)
+  if (p.cluster) cluster_barrier_relaxed();
 #endif
 }
 
