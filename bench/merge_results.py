@@ -3,6 +3,7 @@
 merged rows, and `meta.runs` records which run gave what.
 
     python3 bench/merge_results.py NEW/latest.json [--into bench/results] [--note "what this run was"]
+    python3 bench/merge_results.py --render        (only write latest.md and latest.png again)
 """
 from __future__ import annotations
 
@@ -21,12 +22,17 @@ def key(r):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("new")
+    ap.add_argument("new", nargs="?")
+    ap.add_argument("--render", action="store_true", help="merge nothing; write latest.md and latest.png again")
     ap.add_argument("--into", default=str(bench.HERE / "results"))
     ap.add_argument("--note", default="")
     a = ap.parse_args()
     into = pathlib.Path(a.into)
     kept = json.loads((into / "latest.json").read_text())
+    if a.render or not a.new:
+        rows, meta = kept["rows"], kept["meta"]
+        render(into, rows, meta, meta.get("runs", []))
+        return
     new = json.loads(pathlib.Path(a.new).read_text())
     fresh = {key(r): r for r in new["rows"]}
     rows = [fresh.pop(key(r), r) for r in kept["rows"]] + list(fresh.values())
@@ -39,17 +45,22 @@ def main():
     runs.append(dict(date=new["meta"]["date"], rows=len(new["rows"]), note=a.note))
     meta.update(date=new["meta"]["date"], runs=runs)
     (into / "latest.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1) + "\n")
+    render(into, rows, meta, runs)
+
+
+def render(into, rows, meta, runs):
     md = bench.summarize(rows, meta)
-    merged = "Runs, each later one replacing the rows it measured (bench/merge_results.py): " + "; ".join(f"{r['date']}, {r['rows']} rows: {r['note']}" for r in runs)
-    head, rest = md.split("\n\n", 2)[:2], md.split("\n\n", 2)[2]
-    md = "\n\n".join(head + [merged, rest])
+    if isinstance(runs, list) and runs:
+        merged = "Runs, each later one replacing the rows it measured (bench/merge_results.py): " + "; ".join(
+            f"{r['date']}, {r['rows']} rows: {r['note']}" for r in runs)
+        head, rest = md.split("\n\n", 2)[:2], md.split("\n\n", 2)[2]
+        md = "\n\n".join(head + [merged, rest])
     (into / "latest.md").write_text(md)
     try:
         bench.plot(rows, meta, into / "latest.png")
     except Exception as e:  # matplotlib missing: the tables still stand
         print(f"# plot skipped: {e!r}")
     print(md.split("\n| shape |")[0])
-
 
 if __name__ == "__main__":
     main()
