@@ -208,6 +208,20 @@ namespace {
 // Bytes of x a compute unit: the size against the device, which the rules and tie-breaks read.
 double bytes_per_cu(const Problem& p, int cus) { return double(p.elements()) * double(size_of(p.x_dtype)) / cus; }
 
+// Rounds in which the device runs `items` workgroups of a resident instance: a compute unit's
+// register file over the workgroup's registers (about 40 a thread plus 8 a held vector, ptxas's
+// report for the forward) and the device's shared memory a compute unit over the two
+// bulk-copy stages, 95% of that for the clusters' packing into GPCs. cudaOccupancyMaxActiveClusters
+// agreed on an H100 (256 x 4: 45 clusters of 8, 360 workgroups against 3 x 132 here; 256 x 8:
+// 62 of 4, 248 against 2 x 132; 512 x 8: 66 of 2, 132 against 132).
+constexpr std::int64_t kRegistersPerCu = 65536;  // sm_90's; the AMD targets read sm_90's rules
+std::int64_t resident_rounds(const InstanceSpec& s, std::int64_t items, const DeviceInfo& dev) {
+  const std::int64_t by_registers = kRegistersPerCu / (std::int64_t(s.block) * (40 + 8 * s.per_thread));
+  const std::int64_t by_shared = dev.shared_per_cu() / (2 * std::int64_t(s.block) * s.per_thread * 16 + 1024);
+  const double per_round = 0.95 * dev.cus() * double(std::max<std::int64_t>(1, std::min(by_registers, by_shared)));
+  return std::int64_t(std::ceil(double(items) / per_round));
+}
+
 // Resident instances, measured on an H100 (fp16 SiLU, L2-cold; bench/NOTES.md):
 //  1. a group or sample in one slice when some instance holds it: no exchange at all, and the
 //     smallest that does leaves the fewest threads idle (ResNet 7x7 C=2048: 256 x 2 vectors
@@ -215,25 +229,14 @@ double bytes_per_cu(const Problem& p, int cus) { return double(p.elements()) * d
 //     much, the one of more threads (SD 32x32 C=320, 10240 elements: 512 x 4 6.2 us, 256 x 8
 //     7.1; SD 16x16 C=1920: 7.2 against 8.1; SD 16x16 C=640: 512 x 2 5.2 against 256 x 4 5.4);
 //  2. channels-last: the fewest slices (below);
-//  3. channels-first: workgroups of 256 threads, two or three to a compute unit, so that one's
+//  3. channels-first: the fewest rounds of clusters (resident_rounds; the reason and the
+//     measurements at its use below); then workgroups of 256 threads, two or three to a compute unit, so that one's
 //     exchange overlaps another's loads (VAE 256x256 C=512: 256 x 8, 111.7 us, 512 x 8, 116.3), and
 //     among them the largest slice that still makes 1.5 items a compute unit (SD 64x64
 //     C=320: 256 x 4 with 320 items, 14.2 us, 256 x 8 with 192 (1.45 a compute unit), 14.9 us;
 //     SD 32x32 C=1920: 256 x 8 with 256 (1.94) 16.6 us, 256 x 4 with 512 22.6).
-// Rounds in which the device runs `items` workgroups of a resident instance: an sm_90 compute
-// unit's 64K registers over the workgroup's (about 40 a thread plus 8 a held vector, ptxas's
-// report for the forward) and its 228 KB of shared memory over the two bulk-copy stages, 95% of
-// that for the clusters' packing into GPCs. cudaOccupancyMaxActiveClusters agreed on an H100
-// (256 x 4: 45 clusters of 8, 360 workgroups against 3 x 132 here; 256 x 8: 62 of 4, 248
-// against 2 x 132; 512 x 8: 66 of 2, 132 against 132).
-std::int64_t resident_rounds(const InstanceSpec& s, std::int64_t items, int cus) {
-  const std::int64_t by_registers = 65536 / (std::int64_t(s.block) * (40 + 8 * s.per_thread));
-  const std::int64_t by_shared = (228 << 10) / (2 * std::int64_t(s.block) * s.per_thread * 16 + 1024);
-  const double per_round = 0.95 * cus * double(std::max<std::int64_t>(1, std::min(by_registers, by_shared)));
-  return std::int64_t(std::ceil(double(items) / per_round));
-}
-
-bool better_resident(const Instance& a, const Instance& b, const Problem& p, int cus) {
+bool better_resident(const Instance& a, const Instance& b, const Problem& p, const DeviceInfo& dev) {
+  const int cus = dev.cus();
   const InstanceSpec &x = a.spec(), &y = b.spec();
   if (x.vector != y.vector) return x.vector > y.vector;
   const Instance::ResidentShape fa = a.resident_shape(p), fb = b.resident_shape(p);
@@ -263,7 +266,7 @@ bool better_resident(const Instance& a, const Instance& b, const Problem& p, int
     // for a second round: fewer rounds first (sd15_32x1920: 512 x 8, 128 items, 14.8 us against
     // 256 x 8, 256 items on the 248 workgroups its clusters of 4 fit, 20.3); past one round the
     // fewest slices (there 512 x 8 against 256 x 4's 8 slices, 18.1)
-    const std::int64_t ra = resident_rounds(x, fa.items(), cus), rb = resident_rounds(y, fb.items(), cus);
+    const std::int64_t ra = resident_rounds(x, fa.items(), dev), rb = resident_rounds(y, fb.items(), dev);
     if (ra != rb) return ra < rb;
     if (ra > 1 && fa.slices != fb.slices) return fa.slices < fb.slices;
   }
@@ -281,7 +284,8 @@ bool better_resident(const Instance& a, const Instance& b, const Problem& p, int
 // slices, the most workgroups in flight (measured on an H100, fp16 SiLU forward, slices of 8K
 // elements beat 16K at N=2, C=320, 64x64: 21.0 against 33.3 us, and at N=1, C=512, 256x256:
 // 153.9 against 188.7 us); looped the largest, the most loads in flight.
-bool better(const Instance& a, const Instance& b, const Problem& p, int cus) {
+bool better(const Instance& a, const Instance& b, const Problem& p, const DeviceInfo& dev) {
+  const int cus = dev.cus();
   const InstanceSpec &x = a.spec(), &y = b.spec();
   if (x.vector != y.vector) return x.vector > y.vector;
   if (describe(x.family).streams && p.op == Op::fwd) {
@@ -325,7 +329,7 @@ bool better(const Instance& a, const Instance& b, const Problem& p, int cus) {
     return x.block > y.block;
   }
   const int order = describe(x.family).chunk_order;
-  if (order == 0) return better_resident(a, b, p, cus);
+  if (order == 0) return better_resident(a, b, p, dev);
   if (x.chunk_elements() != y.chunk_elements())
     return order < 0 ? x.chunk_elements() < y.chunk_elements() : x.chunk_elements() > y.chunk_elements();
   return x.block < y.block;
@@ -347,7 +351,7 @@ const Instance* heuristic_choice(const Registry& reg, const DeviceInfo& dev, con
     const Instance* best = nullptr;
     for (const Instance* inst : bucket) {
       if (inst->spec().family != rule.family || !inst->supports(p, tensors, nullptr, cus)) continue;
-      if (!best || better(*inst, *best, p, cus))
+      if (!best || better(*inst, *best, p, dev))
         best = inst;
     }
     if (best && best->spec().vector * int(size_of(p.x_dtype)) < rule.min_vector_bytes) best = nullptr;
