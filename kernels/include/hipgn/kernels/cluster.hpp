@@ -1,9 +1,9 @@
 // Thread-block clusters (sm_90): the slices of one unit exchange their partial statistics
-// through distributed shared memory and a cluster barrier instead of the workspace, an arrival
-// counter and a cooperative launch. What that removes per launch was measured apart
-// (bench/NOTES.md, "Fixed costs"): the counters' memset node (~1.9 us) and a device-scope
-// arrival and wait per item; a cluster barrier is a hardware barrier over at most 16
-// workgroups of one GPC.
+// through distributed shared memory (each pushes its pair into its peers' shared memory, and
+// an mbarrier says when they have landed) instead of the workspace, an arrival counter and a
+// cooperative launch. What that removes per launch was measured apart (bench/NOTES.md, "Fixed
+// costs"): the counters' memset node (~1.9 us) and a device-scope arrival and wait per item;
+// the hardware keeps a cluster's at most 16 workgroups co-resident in one GPC.
 //
 // The target trait: HIPGN_CLUSTERS says whether the device pass has clusters (NVIDIA sm_90 and
 // later); cluster_launch_ok() whether the host may launch one (nvcc's build on a device of
