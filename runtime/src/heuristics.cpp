@@ -230,8 +230,9 @@ std::int64_t resident_rounds(const InstanceSpec& s, std::int64_t items, const De
 //     7.1; SD 16x16 C=1920: 7.2 against 8.1; SD 16x16 C=640: 512 x 2 5.2 against 256 x 4 5.4);
 //  2. channels-last: the fewest slices (below);
 //  3. channels-first: the fewest rounds of clusters (resident_rounds; the reason and the
-//     measurements at its use below); then workgroups of 256 threads, two or three to a compute unit, so that one's
-//     exchange overlaps another's loads (VAE 256x256 C=512: 256 x 8, 111.7 us, 512 x 8, 116.3), and
+//     measurements at its use below); then workgroups of 256 threads, two or three to a
+//     compute unit, so that one's exchange overlaps another's loads (VAE 256x256 C=512:
+//     256 x 8, 111.7 us, 512 x 8, 116.3), and
 //     among them the largest slice that still makes 1.5 items a compute unit (SD 64x64
 //     C=320: 256 x 4 with 320 items, 14.2 us, 256 x 8 with 192 (1.45 a compute unit), 14.9 us;
 //     SD 32x32 C=1920: 256 x 8 with 256 (1.94) 16.6 us, 256 x 4 with 512 22.6).
