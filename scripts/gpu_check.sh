@@ -23,9 +23,9 @@ grep -E "registry holds" "$OUT/ctest.log" | sort | uniq
 echo "instances tested: $(grep -cE "Test +#[0-9]+: All/(Fwd|Bwd)Instance.* Passed" "$OUT/ctest.log") passed of $(grep -cE "Test +#[0-9]+: All/(Fwd|Bwd)Instance" "$OUT/ctest.log") instance tests"
 grep -E "^\s+[0-9]+ - .*(Failed|Timeout)" "$OUT/ctest.log" | head -20
 # the resident forward's portable exchange (the workspace and a cooperative launch), which an
-# H100 otherwise takes only past 16 slices: the channels-first instances again without clusters
+# H100 otherwise takes only past 16 slices: the resident forward instances again without clusters
 if [ "${PORTABLE:-1}" = 1 ]; then
-  HIPGN_CLUSTERS=0 $BUILD/tests/hipgn_tests --gtest_filter='*FwdInstance*_cf_*resident*:FwdDispatch*' \
+  HIPGN_CLUSTERS=0 $BUILD/tests/hipgn_tests --gtest_filter='*FwdInstance*_resident_*:FwdDispatch*' \
     > "$OUT/portable.log" 2>&1
   prc=$?
   echo "resident forward without clusters (HIPGN_CLUSTERS=0): rc=$prc, $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/portable.log" | tr '\n' ' ')"

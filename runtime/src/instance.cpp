@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <tuple>
 #include <cstdio>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -88,10 +89,32 @@ Instance::ResidentShape Instance::resident_shape(const Problem& p) const {
     r.units = p.num_groups();
     r.slices = std::max<std::int64_t>(1, ceil_div(p.group_elements() / v, std::int64_t(spec_.block) * spec_.per_thread));
   } else {
-    r.units = p.n;
-    r.row_lanes = int(std::max<std::int64_t>(1, spec_.block / std::max<std::int64_t>(1, p.c / v)));
-    r.slices = ceil_div(p.spatial_size(), std::int64_t(r.row_lanes) * spec_.per_thread);
-    r.streaming = describe(p.op).backward && r.slices > kResidentBwdMaxSlices;
+    const bool backward = describe(p.op).backward;
+    const auto cut = [&](std::int64_t chunk) {
+      r.chunk = chunk;
+      r.units = p.n * (p.c / chunk);
+      r.row_lanes = int(std::max<std::int64_t>(1, spec_.block / std::max<std::int64_t>(1, chunk / v)));
+      r.slices = ceil_div(p.spatial_size(), std::int64_t(r.row_lanes) * spec_.per_thread);
+    };
+    cut(p.c);
+    // The forward's unit: the widest chunk of whole groups (C itself first) that a workgroup's
+    // row covers and whose slices fit one thread-block cluster, so they exchange on chip
+    // (kernels/cluster.hpp); where none does, the narrowest, the fewest slices to wait for.
+    // Narrower chunks make about as many items, of shorter row segments: each starts on its own
+    // 16 bytes (chunks are whole vectors) and a group (statistics stay within a unit). The
+    // backward keeps whole samples (resident_bwd.hpp).
+    if (!backward && (r.slices > kClusterSlicesMax || p.c / v > spec_.block)) {
+      const std::int64_t step = std::lcm(p.channels_per_group(), v);
+      std::int64_t narrowest = 0;
+      for (std::int64_t chunk = p.c; chunk >= step; chunk -= step) {
+        if (p.c % chunk != 0 || chunk / v > spec_.block) continue;
+        narrowest = chunk;
+        cut(chunk);
+        if (r.slices <= kClusterSlicesMax) return r;
+      }
+      cut(narrowest > 0 ? narrowest : p.c);
+    }
+    r.streaming = backward && r.slices > kResidentBwdMaxSlices;
   }
   return r;
 }
@@ -240,7 +263,7 @@ bool Instance::supports_resident(const Problem& p, const Tensors* t, No no, int 
   // compute unit always fits, more depends on occupancy, which only the launch knows.
   const int cus = compute_units > 0 ? compute_units : kDefaultComputeUnits;
   if (r.slices > cus && !r.streaming)
-    return no("a " + std::string(p.layout == Layout::channels_first ? "group" : "sample") + " needs " +
+    return no("a " + std::string(p.layout == Layout::channels_first ? "group" : r.chunk < p.c ? "chunk of a sample" : "sample") + " needs " +
               std::to_string(r.slices) + " workgroups at once, more than the " + std::to_string(cus) +
               " compute units hold");
   if (p.layout == Layout::channels_first) {
@@ -253,14 +276,17 @@ bool Instance::supports_resident(const Problem& p, const Tensors* t, No no, int 
     return same_phase(p, t, v, no);
   }
   if (p.c % v != 0) return no("C " + std::to_string(p.c) + " is not a multiple of the vector " + std::to_string(v));
-  if (p.c / v > spec_.block)
-    return no("C/" + std::to_string(v) + " = " + std::to_string(p.c / v) + " vectors a row exceed the block of " +
+  if (r.chunk / v > spec_.block)
+    return no("C/" + std::to_string(v) + " = " + std::to_string(r.chunk / v) + " vectors a row" +
+              (describe(p.op).backward ? "" : " (and of any chunk of whole groups)") + " exceed the block of " +
               std::to_string(spec_.block));
-  // the backward has no bulk-copy stages (resident_bwd.hpp)
+  // the backward has no bulk-copy stages (resident_bwd.hpp), nor has a forward of chunks
+  // narrower than C (its rows are not one contiguous span)
   const OpDescriptor& op = describe(p.op);
-  const std::int64_t smem = !op.backward ? resident_cl_smem_floats(p.c, p.groups, r.row_lanes) * 4 +
-                                               resident_stage_bytes(spec_.block, spec_.per_thread)
-                                         : resident_bwd_cl_smem_floats(p.c, p.groups, r.row_lanes) * 4;
+  const std::int64_t smem =
+      !op.backward ? resident_cl_smem_floats(r.chunk, r.chunk / p.channels_per_group(), r.row_lanes, r.slices) * 4 +
+                         (r.chunk == p.c ? resident_stage_bytes(spec_.block, spec_.per_thread) : 0)
+                   : resident_bwd_cl_smem_floats(p.c, p.groups, r.row_lanes) * 4;
   if (smem > kResidentMaxSmem)
     return no("C and G need " + std::to_string(smem) + " bytes of shared memory, more than " +
               std::to_string(kResidentMaxSmem));
@@ -288,9 +314,10 @@ std::size_t Instance::workspace_bytes(const Problem& p, int compute_units) const
     const std::size_t sums = resident_sums_bytes(p);
     if (r.streaming) return sums + std::size_t(p.n) * std::size_t(p.groups) * 2 * sizeof(float);  // and A, B
     if (r.slices == 1) return sums;
-    // arrival counters, then the partials of every slice: per group (mean, M2) forward, (A, B)
-    // backward; channels-first, a unit is one group
-    const std::size_t per_slice = p.layout == Layout::channels_first ? 2 : 2 * std::size_t(p.groups);
+    // arrival counters, then the partials of every slice: per group of its unit (mean, M2)
+    // forward, (A, B) backward; channels-first, a unit is one group
+    const std::size_t per_slice =
+        p.layout == Layout::channels_first ? 2 : 2 * std::size_t(r.chunk / p.channels_per_group());
     return sums + resident_counter_bytes(r.units) + std::size_t(r.items()) * per_slice * sizeof(float);
   }
   if (!op.backward)
@@ -345,6 +372,7 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
     k.cpg_div = FastDivmod::make(std::uint64_t(cg));
     k.slice_vectors = spec_.block * spec_.per_thread;
     k.row_lanes = r.row_lanes;
+    k.chunk_channels = std::int32_t(r.chunk);
     k.pass = r.streaming ? 1 : 0;
     if (r.streaming) {
       k.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + resident_sums_bytes(p));

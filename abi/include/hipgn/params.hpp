@@ -81,7 +81,7 @@ struct Params {
   float swish_beta;
 
   // The resident family: a persistent grid walks items = units x slices, a unit being a group
-  // (channels-first) or a sample (channels-last); the slices of a unit exchange partial
+  // (channels-first) or chunk_channels of a sample (channels-last); the slices of a unit exchange partial
   // statistics through `partials`, counting arrivals in `counters` (zeroed by the launcher).
   std::int64_t items;
   FastDivmod slices_div;           // item -> (unit, slice) without a 64-bit division
@@ -93,6 +93,7 @@ struct Params {
   FastDivmod spatial;              // channels-first: channel of a group-relative element
   std::int32_t slice_vectors;      // channels-first: body vectors per slice (block * per_thread)
   std::int32_t row_lanes;          // channels-last: rows a workgroup covers at once
+  std::int32_t chunk_channels;     // channels-last forward: a unit's channels (whole groups; C or less)
   std::int32_t phase;              // channels-first: (x's address / element size) % vector
   // Channels-first backward of the grid families (onchip, looped, split): 1 when the spatial
   // size is not a multiple of the vector or the tensors start `phase` elements off a 16-byte
@@ -124,9 +125,10 @@ struct Params {
 // Channels staged per channels-first item: a slice touches at most min(C/G, its elements / HW
 // + 2) channels.
 inline constexpr int kResidentStageChannels = 1024;
-// The most slices of a channels-first group that form one thread-block cluster (sm_90: 8 on
-// every part, 16 on an H100 once a kernel opts in; kernels/cluster.hpp checks what the device
-// holds); past it, slices exchange through the workspace.
+// The most slices of a resident unit (a channels-first group, a channels-last forward's chunk
+// of a sample) that form one thread-block cluster (sm_90: 8 on every part, 16 on an H100 once
+// a kernel opts in; kernels/cluster.hpp checks what the device holds); past it, slices exchange
+// through the workspace.
 inline constexpr int kClusterSlicesMax = 16;
 // Dynamic shared memory a resident workgroup may ask for: within sm_90's 227 KB a workgroup
 // with room for the static arrays (AMD's register path asks for no stages, so its need stays
@@ -136,11 +138,18 @@ inline constexpr std::int64_t kResidentMaxSmem = 48 * 1024;
 #else
 inline constexpr std::int64_t kResidentMaxSmem = 200 * 1024;
 #endif
-// Channels-last shared memory, in floats: per-lane channel means and M2 (2 x row_lanes x C;
-// the first, at least 2 x C, later holds scale and shift), per-group statistics (2 x G) and
-// gamma, beta (2 x C).
-HIPGN_HD std::int64_t resident_cl_smem_floats(std::int64_t c, std::int64_t groups, std::int64_t row_lanes) {
-  return 2 * (row_lanes > 2 ? row_lanes : 2) * c + 2 * groups + 2 * c;
+// Channels-last forward shared memory, in floats: the cluster exchange's slots first (2 x
+// slices x groups of the chunk pairs, where 1 < slices <= kClusterSlicesMax; 8-byte aligned
+// after the stages), per-lane channel means and M2 (2 x row_lanes x chunk; the first, at least
+// 2 x chunk, later holds scale and shift), per-group statistics (2 x groups of the chunk) and
+// gamma, beta of the chunk (2 x chunk, staged each item while its x is in flight).
+HIPGN_HD std::int64_t resident_cl_slot_floats(std::int64_t chunk_groups, std::int64_t slices) {
+  return slices > 1 && slices <= kClusterSlicesMax ? 4 * slices * chunk_groups : 0;
+}
+HIPGN_HD std::int64_t resident_cl_smem_floats(std::int64_t chunk, std::int64_t chunk_groups, std::int64_t row_lanes,
+                                              std::int64_t slices) {
+  return resident_cl_slot_floats(chunk_groups, slices) + 2 * (row_lanes > 2 ? row_lanes : 2) * chunk +
+         2 * chunk_groups + 2 * chunk;
 }
 // The channels-last resident backward streams a sample cut into more slices than this (two
 // passes over x and dy, the second from L2 where it fits) instead of holding it on chip: the

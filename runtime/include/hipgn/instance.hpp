@@ -81,10 +81,11 @@ class Instance {
 
   // The resident family's shape of a problem (kernels/include/hipgn/kernels/resident_fwd.hpp):
   // channels-first, a unit is a group and a slice block * per_thread body vectors;
-  // channels-last, a unit is a sample and a slice row_lanes * per_thread whole rows. The
-  // heuristics weigh instances by it; support, workspace and launch follow it.
+  // channels-last, a unit is a sample's `chunk` channels (whole groups; the forward's may be
+  // fewer than C, the backward's are all C) and a slice row_lanes * per_thread rows of them.
+  // The heuristics weigh instances by it; support, workspace and launch follow it.
   struct ResidentShape {
-    std::int64_t units = 0, slices = 0;
+    std::int64_t units = 0, slices = 0, chunk = 0;
     int row_lanes = 0;
     bool streaming = false;  // the backward: slices past kResidentBwdMaxSlices, in two passes
     std::int64_t items() const { return units * slices; }

@@ -55,12 +55,38 @@ __device__ __forceinline__ void cluster_barrier_relaxed() {
   asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
 }
 
-// The exchange of one (mean, M2) pair a workgroup an item, pushed: each workgroup stores its
-// pair into every peer's slot with st.async, which completes on that peer's mbarrier (counted in
-// bytes), so a workgroup waits only until the pairs it needs have landed in its own shared
-// memory, and no fence has to drain its global stores first. Nsight Compute's stall sampling of
-// the version with a cluster barrier an item put ~16% of the samples on the barrier and its
-// GPU-scope fence (bench/NOTES.md, "Clusters").
+// The pieces of a pushed exchange. A workgroup's pair lands in a peer's shared memory by
+// st.async, which completes on that peer's mbarrier (counted in bytes), so a workgroup waits
+// only until the pairs it needs have landed in its own shared memory, and no fence has to drain
+// its global stores first. Nsight Compute's stall sampling of the version with a cluster barrier
+// an item put ~16% of the samples on the barrier and its GPU-scope fence (bench/NOTES.md,
+// "Clusters").
+namespace dsmem {
+// Thread 0 of every workgroup, then cluster_sync() before any push: a peer may signal only a
+// barrier that is initialized.
+__device__ __forceinline__ void init(std::uint64_t (&bar)[2]) {
+  for (int i = 0; i < 2; ++i)
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bulk::smem_address(&bar[i])) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+// One thread: this workgroup's barrier completes once `bytes` have landed (and this arrival).
+__device__ __forceinline__ void expect(std::uint64_t* bar, std::uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bulk::smem_address(bar)), "r"(bytes)
+               : "memory");
+}
+// Stores v at `slot` of workgroup `peer` (the same offset in its shared memory as `slot` in
+// ours), completing 8 bytes on its `bar`.
+__device__ __forceinline__ void pair(float2* slot, int peer, std::uint64_t* bar, float2 v) {
+  std::uint32_t dst, dst_bar;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(dst) : "r"(bulk::smem_address(slot)), "r"(peer));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(dst_bar) : "r"(bulk::smem_address(bar)), "r"(peer));
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::"r"(dst),
+               "f"(v.x), "f"(v.y), "r"(dst_bar)
+               : "memory");
+}
+}  // namespace dsmem
+
+// Channels-first: one (mean, M2) pair a workgroup an item (its slice of a group).
 //
 // Slots and barriers go by item parity: a workgroup pushes item k + 2 into a peer's slot k % 2
 // only after its own wait for item k + 1, which needs that peer's push of k + 1, which the peer
@@ -70,33 +96,16 @@ struct ClusterExchange {
   float2 slot[2][kClusterSlicesMax];  // [item parity][sender rank]
   std::uint64_t bar[2];
 
-  // Thread 0 of every workgroup, then cluster_sync() before any push: a peer may signal only
-  // a barrier that is initialized.
-  __device__ __forceinline__ void init() {
-    for (int i = 0; i < 2; ++i)
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bulk::smem_address(&bar[i])) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
+  __device__ __forceinline__ void init() { dsmem::init(bar); }
   // Every thread calls it: thread 0 expects `slices` pairs on this workgroup's barrier of item
   // k, and thread r < slices pushes this workgroup's pair (rank `rank`) to workgroup r, itself
   // included. One store a thread, no loop: a loop in thread 0, unrolled, held 16 more registers
   // a thread across the whole item and cost the 256 x 4 instance a workgroup a compute unit
   // (96 registers; sd15_64x320 14.9 us against 12.0).
   __device__ __forceinline__ void push(int k, int rank, int slices, float2 v) {
-    const std::uint32_t local_bar = bulk::smem_address(&bar[k & 1]);
     const int r = int(threadIdx.x);
-    if (r == 0)
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(local_bar),
-                   "r"(std::uint32_t(slices * sizeof(float2)))
-                   : "memory");
-    if (r < slices) {
-      std::uint32_t dst, dst_bar;
-      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(dst) : "r"(bulk::smem_address(&slot[k & 1][rank])), "r"(r));
-      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(dst_bar) : "r"(local_bar), "r"(r));
-      asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::"r"(dst),
-                   "f"(v.x), "f"(v.y), "r"(dst_bar)
-                   : "memory");
-    }
+    if (r == 0) dsmem::expect(&bar[k & 1], std::uint32_t(slices * sizeof(float2)));
+    if (r < slices) dsmem::pair(&slot[k & 1][rank], r, &bar[k & 1], v);
   }
   // Every thread: waits for item k's pairs, then merges them in rank order: lane i of a
   // wavefront takes rank i's pair, the shuffle tree merges, lane 0's result is broadcast. Every
@@ -114,6 +123,32 @@ struct ClusterExchange {
     s = warp_merge(s);
     return Stats{__shfl_sync(0xffffffffu, s.n, 0), __shfl_sync(0xffffffffu, s.mean, 0),
                  __shfl_sync(0xffffffffu, s.m2, 0)};
+  }
+};
+
+// Channels-last: `width` pairs a workgroup an item (the groups of its unit's chunk), in slots
+// [2][slices][width] that the caller places in dynamic shared memory at the same offset in
+// every workgroup of the cluster; item parity as ClusterExchange's.
+struct ClusterPairs {
+  float2* slot;
+  std::uint64_t (&bar)[2];
+  int slices, width;
+
+  __device__ __forceinline__ void init() const { dsmem::init(bar); }
+  // Every thread calls it, after a workgroup barrier that made `mine` ([2 g] mean, [2 g + 1]
+  // M2 of group g of the chunk) complete; the caller's next workgroup barrier is what lets
+  // `mine` be overwritten.
+  __device__ __forceinline__ void push(int k, int rank, const float* mine) const {
+    if (threadIdx.x == 0) dsmem::expect(&bar[k & 1], std::uint32_t(slices * width * sizeof(float2)));
+    for (int i = int(threadIdx.x); i < slices * width; i += int(blockDim.x)) {
+      const int r = i / width, g = i - r * width;
+      dsmem::pair(slot + ((k & 1) * slices + rank) * width + g, r, &bar[k & 1], make_float2(mine[2 * g], mine[2 * g + 1]));
+    }
+  }
+  // Waits for item k's pairs; then pairs(k)[rank * width + g] is rank's pair of group g.
+  __device__ __forceinline__ const float2* wait(int k) const {
+    bulk::wait(&bar[k & 1], std::uint32_t((k >> 1) & 1));
+    return slot + (k & 1) * slices * width;
   }
 };
 #endif

@@ -286,28 +286,67 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
 #endif
 }
 
-// Channels-last statistics of a slice: lane l's per-channel (mean, M2) over its rows sit in
-// mean[l * C + c], m2[l * C + c]; lanes hold count(l) rows each. Merges them (Chan) per
-// channel, in lane order, then per group over its channels, into gstat[2 g] = mean,
-// gstat[2 g + 1] = M2.
-template <typename Count>
+// Channels-last statistics of a slice of `rows` rows: lane l's per-channel (mean, M2) over its
+// rows sit in mean[l * C + c], m2[l * C + c]; lane l holds rows / lanes rows, one more where
+// l < rows % lanes. Per channel, then per group over its channels, into gstat[2 g] = mean,
+// gstat[2 g + 1] = M2. Each sum is shifted by a value from its own data (lane 0's mean of the
+// channel; the group's first channel's mean), so one pass forms both moments without the
+// cancellation of raw sums: with d = part mean - K, mean = K + S1 / N and M2 = S2 - S1^2 / N,
+// S1 = sum n d, S2 = sum (M2 + n d^2). Per channel, the block's threads split the lanes into
+// `split` interleaved sets (threads beyond C are otherwise idle here), so the dependent chain
+// is lanes / split long, not lanes (51 at 256 threads and 40 channels: ~3 us of shared-memory
+// latency in one workgroup, which every workgroup of a unit waits on).
 __device__ __forceinline__ void lanes_to_groups(float* mean, float* m2, float* gstat, int c, int lanes, int groups,
-                                                int cpg, Count count) {
+                                                int cpg, int rows) {
   __syncthreads();
-  for (int ch = threadIdx.x; ch < c; ch += blockDim.x) {
-    Stats s{count(0), mean[ch], m2[ch]};
-    for (int l = 1; l < lanes; ++l) s = merge(s, Stats{count(l), mean[l * c + ch], m2[l * c + ch]});
-    mean[ch] = s.mean;
-    m2[ch] = s.m2;
+  const int q = rows / lanes, r = rows - q * lanes;
+  const int split_max = int(blockDim.x) / c, split = split_max < 1 ? 1 : split_max < lanes ? split_max : lanes;
+  const int t = threadIdx.x, ch = t % c, set = t / c;
+  const bool mine = set < split;
+  const float k = mine ? mean[ch] : 0.f;
+  __syncthreads();  // every thread read its shift before lane 0's row is overwritten
+  float s1 = 0.f, s2 = 0.f;
+  if (mine) {
+    for (int l = set; l < lanes; l += split) {
+      const float nl = float(q + (l < r)), d = mean[l * c + ch] - k;
+      s1 = fmaf(nl, d, s1);
+      s2 += fmaf(nl * d, d, m2[l * c + ch]);
+    }
+    mean[set * c + ch] = s1;  // row `set`: read above by this thread only
+    m2[set * c + ch] = s2;
+  }
+  // channels past the block (C > blockDim.x, so split is 1) fold in one pass each
+  for (int cx = t + int(blockDim.x); cx < c; cx += blockDim.x) {
+    const float kx = mean[cx];
+    float a = 0.f, b = 0.f;
+    for (int l = 0; l < lanes; ++l) {
+      const float nl = float(q + (l < r)), d = mean[l * c + cx] - kx;
+      a = fmaf(nl, d, a);
+      b += fmaf(nl * d, d, m2[l * c + cx]);
+    }
+    mean[cx] = kx + a / float(rows);
+    m2[cx] = fmaxf(b - a * a / float(rows), 0.f);
   }
   __syncthreads();
-  float per_channel = 0.f;
-  for (int l = 0; l < lanes; ++l) per_channel += count(l);
-  for (int g = threadIdx.x; g < groups; g += blockDim.x) {
-    Stats s{per_channel, mean[g * cpg], m2[g * cpg]};
-    for (int k = 1; k < cpg; ++k) s = merge(s, Stats{per_channel, mean[g * cpg + k], m2[g * cpg + k]});
-    gstat[2 * g] = s.mean;
-    gstat[2 * g + 1] = s.m2;
+  const float per_channel = float(rows), inv_rows = 1.f / per_channel;
+  if (mine && set == 0) {
+    for (int j = 1; j < split; ++j) s1 += mean[j * c + ch], s2 += m2[j * c + ch];
+    mean[ch] = k + s1 * inv_rows;  // row 0's slot: read by no other thread
+    m2[ch] = fmaxf(s2 - s1 * s1 * inv_rows, 0.f);  // rounding can take it below zero
+  }
+  __syncthreads();
+  const float inv_n = 1.f / (per_channel * float(cpg));
+  for (int g = t; g < groups; g += blockDim.x) {
+    const float kg = mean[g * cpg];
+    float a = 0.f, b = 0.f;
+    for (int j = 0; j < cpg; ++j) {
+      const float d = mean[g * cpg + j] - kg;
+      a += d;
+      b += fmaf(per_channel * d, d, m2[g * cpg + j]);
+    }
+    a *= per_channel;
+    gstat[2 * g] = kg + a * inv_n;
+    gstat[2 * g + 1] = fmaxf(b - a * a * inv_n, 0.f);
   }
   __syncthreads();
 }
@@ -319,65 +358,83 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
   using Gm = typename Traits::GammaType;
   using VecT = Vec<T, V>;
   extern __shared__ __align__(16) unsigned char dynamic_smem[];
-  const int c = int(p.channels), cv_count = c / V, lanes = p.row_lanes;
-  const int groups = int(p.groups_per_sample), cpg = int(p.channels_per_group);
+  // A unit is `cc` channels of a sample (whole groups, `chunks` to a sample); a row of it is
+  // cv_count vectors, row_vectors apart in x.
+  const int c = int(p.channels), cc = p.chunk_channels, cv_count = cc / V, row_vectors = c / V, lanes = p.row_lanes;
+  const int cpg = int(p.channels_per_group), groups = cc / cpg, chunks = c / cc;
   const int t = threadIdx.x;
   const bool active = t < lanes * cv_count;
   const int cv = active ? t % cv_count : 0, lane = active ? t / cv_count : 0;
+  // a slice of whole rows is one contiguous span, which the bulk copy engine reads
+  const bool slab = cc == c;
 #if defined(HIPGN_BULK_COPY)
   __shared__ std::uint64_t bars[2];
   const Stages<Traits> stages(dynamic_smem, bars);
-  float* red = reinterpret_cast<float*>(dynamic_smem + 2 * Stages<Traits>::kVectors * sizeof(VecT));
+  float* slots = reinterpret_cast<float*>(dynamic_smem + (slab ? 2 * Stages<Traits>::kVectors * sizeof(VecT) : 0));
 #else
-  float* red = reinterpret_cast<float*>(dynamic_smem);
+  float* slots = reinterpret_cast<float*>(dynamic_smem);
 #endif
-  float* red_mean = red;                            // lanes x C, later scale and shift
-  float* red_m2 = red + (lanes > 2 ? lanes : 2) * c;  // lanes x C
-  float* gstat = red_m2 + (lanes > 2 ? lanes : 2) * c;  // per group: (mean, M2), then (mean, rstd)
-  float* affine = gstat + 2 * groups;                 // gamma[C], beta[C]: the same for every item
+  float* red = slots + resident_cl_slot_floats(groups, p.slices);  // the cluster's pairs first
+  float* red_mean = red;                              // lanes x cc, later scale and shift
+  float* red_m2 = red + (lanes > 2 ? lanes : 2) * cc;  // lanes x cc
+  float* gstat = red_m2 + (lanes > 2 ? lanes : 2) * cc;  // per group: (mean, M2), then (mean, rstd)
+  float* affine = gstat + 2 * groups;                  // gamma, beta of the item's chunk
+#if defined(HIPGN_CLUSTERS)
+  __shared__ std::uint64_t exchange_bars[2];
+  const ClusterPairs exchange{reinterpret_cast<float2*>(slots), exchange_bars, int(p.slices), groups};
+  if (p.cluster) {
+    if (t == 0) exchange.init();
+    cluster_sync();
+  }
+#endif
   const T* x = static_cast<const T*>(p.x);
   T* y = static_cast<T*>(p.y);
   const Gm* gamma = static_cast<const Gm*>(p.gamma);
   const Gm* beta = static_cast<const Gm*>(p.beta);
-  for (int ch = t; ch < c; ch += blockDim.x) {
-    affine[ch] = gamma ? to_float(gamma[ch]) : 1.f;
-    affine[c + ch] = beta ? to_float(beta[ch]) : 0.f;
-  }
   const std::int64_t hw = p.spatial_size, rows_per_slice = std::int64_t(lanes) * E;
   auto rows_of = [&](std::int64_t slice) {
     const std::int64_t left = hw - slice * rows_per_slice;
     return int(left < rows_per_slice ? left : rows_per_slice);
   };
 #if defined(HIPGN_BULK_COPY)
-  auto issue = [&](std::int64_t item, int k) {
+  auto issue = [&](std::int64_t item, int k) {  // slab: a unit is a sample
     const std::int64_t n = std::int64_t(p.slices_div.div(std::uint64_t(item))), slice = item - n * p.slices;
     stages.load(k, x + (n * hw + slice * rows_per_slice) * c, std::int64_t(rows_of(slice)) * cv_count);
   };
-  if (t == 0)
+  if (t == 0 && slab)
     for (int k = 0; k < 2; ++k)
       if (blockIdx.x + std::int64_t(k) * gridDim.x < p.items) issue(blockIdx.x + std::int64_t(k) * gridDim.x, k);
 #endif
   int k = 0;
   for (std::int64_t item = blockIdx.x; item < p.items; item += gridDim.x, ++k) {
-    const std::int64_t n = std::int64_t(p.slices_div.div(std::uint64_t(item))), slice = item - n * p.slices;
+    const std::int64_t unit = std::int64_t(p.slices_div.div(std::uint64_t(item))), slice = item - unit * p.slices;
+    const std::int64_t n = unit / chunks;  // once an item
+    const int c0 = int(unit - n * chunks) * cc;
     const int rows = rows_of(slice);
-    const std::int64_t first = (n * hw + slice * rows_per_slice) * c;
+    const std::int64_t first = (n * hw + slice * rows_per_slice) * c + c0;
     // this thread's vectors: rows e * lanes + lane, column cv; widened once to fp32 registers
     float v[E][V];
     {
-#if defined(HIPGN_BULK_COPY)
-      stages.wait(k);
-      const VecT* src = stages.stage(k);
-#else
       const VecT* src = reinterpret_cast<const VecT*>(x + first);
+#if defined(HIPGN_BULK_COPY)
+      if (slab) {  // then cv_count == row_vectors
+        stages.wait(k);
+        src = stages.stage(k);
+      }
 #endif
 #pragma unroll
       for (int e = 0; e < E; ++e) {
-        if (active && e * lanes + lane < rows) widen(src[(e * lanes + lane) * cv_count + cv], v[e]);
+        if (active && e * lanes + lane < rows) widen(src[(e * lanes + lane) * row_vectors + cv], v[e]);
         else
 #pragma unroll
           for (int i = 0; i < V; ++i) v[e][i] = 0.f;
       }
+    }
+    // the chunk's gamma and beta, loaded while x is in flight (lanes_to_groups' barriers order
+    // these writes before their use, the item's last barrier the previous item's reads before them)
+    for (int ch = t; ch < cc; ch += blockDim.x) {
+      affine[ch] = gamma ? to_float(gamma[c0 + ch]) : 1.f;
+      affine[cc + ch] = beta ? to_float(beta[c0 + ch]) : 0.f;
     }
 
     // Each thread's per-channel statistics over its rows (exact: two passes over registers),
@@ -395,60 +452,75 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
 #pragma unroll
         for (int e = 0; e < E; ++e)
           if (e < my_rows) sq += (v[e][i] - m) * (v[e][i] - m);
-        if (active) red_mean[lane * c + cv * V + i] = m, red_m2[lane * c + cv * V + i] = sq;
+        if (active) red_mean[lane * cc + cv * V + i] = m, red_m2[lane * cc + cv * V + i] = sq;
       }
     }
-    lanes_to_groups(red_mean, red_m2, gstat, c, lanes, groups, cpg, [&](int l) {
-      return float(rows > l ? (rows - l + lanes - 1) / lanes : 0);
-    });
+    lanes_to_groups(red_mean, red_m2, gstat, cc, lanes, groups, cpg, rows);
 #if defined(HIPGN_BULK_COPY)
     // every thread has read the stage (the barriers above): refill it two items ahead
-    if (t == 0 && item + 2 * std::int64_t(gridDim.x) < p.items) issue(item + 2 * std::int64_t(gridDim.x), k);
+    if (slab && t == 0 && item + 2 * std::int64_t(gridDim.x) < p.items) issue(item + 2 * std::int64_t(gridDim.x), k);
 #endif
     const float per_group = float(rows) * float(cpg);
 
     if (p.slices == 1) {
       for (int g = t; g < groups; g += blockDim.x) gstat[2 * g + 1] = rsqrtf(gstat[2 * g + 1] / per_group + p.eps);
     } else {
-      float* w = p.partials + item * groups * 2;
-      for (int g = t; g < groups; g += blockDim.x) {
-        w[2 * g] = gstat[2 * g];
-        w[2 * g + 1] = gstat[2 * g + 1];
-      }
-      __syncthreads();
-      if (t == 0) arrive_and_wait(p.counters + n, std::uint32_t(p.slices));
-      __syncthreads();
-      // A wavefront per group merges the sample's partials: lanes stride over slices, then a
-      // fixed shuffle tree, the same order in every workgroup.
+      // A wavefront per group merges the unit's partials: lanes stride over slices, then a
+      // fixed shuffle tree, the same order in every workgroup and on both paths.
       const int lane_id = t % kWarpSize, warp = t / kWarpSize, warps = int(blockDim.x) / kWarpSize;
-      const float* part = p.partials + n * p.slices * groups * 2;
-      for (int g = warp; g < groups; g += warps) {
+      const auto merge_group = [&](int g, auto pair_of) {
         Stats st{0.f, 0.f, 0.f};
         for (std::int64_t i = lane_id; i < p.slices; i += kWarpSize) {
-          const float* pi = part + (i * groups + g) * 2;
-          st = merge(st, Stats{float(rows_of(i)) * float(cpg), load_shared_partial(pi), load_shared_partial(pi + 1)});
+          const float2 w = pair_of(i);
+          st = merge(st, Stats{float(rows_of(i)) * float(cpg), w.x, w.y});
         }
         st = warp_merge(st);
         if (lane_id == 0) {
           gstat[2 * g] = st.mean;
           gstat[2 * g + 1] = rsqrtf(st.m2 / st.n + p.eps);
         }
+      };
+#if defined(HIPGN_CLUSTERS)
+      if (p.cluster) {  // the cluster's ranks are the unit's slices, in order
+        exchange.push(k, int(slice), gstat);
+        __syncthreads();  // every push has read gstat, which the merge overwrites
+        const float2* pairs = exchange.wait(k);
+        for (int g = warp; g < groups; g += warps)
+          merge_group(g, [&](std::int64_t i) { return pairs[i * groups + g]; });
+      } else
+#endif
+      {
+        float* w = p.partials + item * groups * 2;
+        for (int g = t; g < groups; g += blockDim.x) {
+          w[2 * g] = gstat[2 * g];
+          w[2 * g + 1] = gstat[2 * g + 1];
+        }
+        __syncthreads();
+        if (t == 0) arrive_and_wait(p.counters + unit, std::uint32_t(p.slices));
+        __syncthreads();
+        const float* part = p.partials + unit * p.slices * groups * 2;
+        for (int g = warp; g < groups; g += warps)
+          merge_group(g, [&](std::int64_t i) {
+            const float* pi = part + (i * groups + g) * 2;
+            return make_float2(load_shared_partial(pi), load_shared_partial(pi + 1));
+          });
       }
     }
     __syncthreads();
     if (slice == 0)
-      for (int g = t; g < groups; g += blockDim.x) save_stats(p, n * groups + g, gstat[2 * g], gstat[2 * g + 1]);
-    for (int ch = t; ch < c; ch += blockDim.x) {
+      for (int g = t; g < groups; g += blockDim.x)
+        save_stats(p, n * p.groups_per_sample + c0 / cpg + g, gstat[2 * g], gstat[2 * g + 1]);
+    for (int ch = t; ch < cc; ch += blockDim.x) {
       const int g = int(p.cpg_div.div(std::uint64_t(ch)));
       const float sc = affine[ch] * gstat[2 * g + 1];
       red[ch] = sc;
-      red[c + ch] = affine[c + ch] - gstat[2 * g] * sc;
+      red[cc + ch] = affine[cc + ch] - gstat[2 * g] * sc;
     }
     __syncthreads();
     if (active) {
       float sc[V], sh[V];
 #pragma unroll
-      for (int i = 0; i < V; ++i) sc[i] = red[cv * V + i], sh[i] = red[c + cv * V + i];
+      for (int i = 0; i < V; ++i) sc[i] = red[cv * V + i], sh[i] = red[cc + cv * V + i];
       VecT* dst = reinterpret_cast<VecT*>(y + first);
 #pragma unroll
       for (int e = 0; e < E; ++e) {
@@ -456,12 +528,16 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
           float f[V];
 #pragma unroll
           for (int i = 0; i < V; ++i) f[i] = activate<Traits::kActivation>(v[e][i] * sc[i] + sh[i], p.swish_beta);
-          dst[(e * lanes + lane) * cv_count + cv] = narrow<T, V>(f);
+          dst[(e * lanes + lane) * row_vectors + cv] = narrow<T, V>(f);
         }
       }
     }
     __syncthreads();  // shared memory is rewritten by the next item
   }
+#if defined(HIPGN_CLUSTERS)
+  // no workgroup leaves while its pushes to peers may be in flight
+  if (p.cluster) cluster_barrier_relaxed();
+#endif
 }
 
 template <typename Traits>
@@ -482,11 +558,19 @@ struct ResidentFwdLauncher {
       return launch_persistent(&fwd_resident_cf_kernel<Traits>, p, Traits::kBlockSize, stages, exchange,
                                p.items / p.slices, stream);
     } else {
+      // a unit: a sample's chunk_channels (whole groups); narrower than C, its rows are not one
+      // span, and the stages are not used
+      const std::int64_t groups = p.chunk_channels / p.channels_per_group;
       const std::size_t smem =
-          stages + std::size_t(resident_cl_smem_floats(p.channels, p.groups_per_sample, p.row_lanes)) * sizeof(float);
-      return launch_persistent(&fwd_resident_cl_kernel<Traits>, p,
-                               resident_cl_block(p.channels, Traits::kVectorSize, p.row_lanes), smem, exchange,
-                               p.items / p.slices, stream);
+          (p.chunk_channels == p.channels ? stages : 0) +
+          std::size_t(resident_cl_smem_floats(p.chunk_channels, groups, p.row_lanes, p.slices)) *
+              sizeof(float);
+      const int block = resident_cl_block(p.chunk_channels, Traits::kVectorSize, p.row_lanes);
+      hipError_t e = hipSuccess;
+      if (exchange && p.slices <= kClusterSlicesMax &&
+          launch_clusters(&fwd_resident_cl_kernel<Traits>, p, block, smem, int(p.slices), p.items / p.slices, stream, &e))
+        return e;
+      return launch_persistent(&fwd_resident_cl_kernel<Traits>, p, block, smem, exchange, p.items / p.slices, stream);
     }
   }
 };
