@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <numeric>
 #include <random>
 
 #include "corpus.hpp"
@@ -126,16 +127,14 @@ const Instance* choose_named(const Shape& s, Layout layout, std::initializer_lis
 }
 
 TEST(Heuristics, OnchipForwardSpreadsTheGroupOverTheMostThreadsThatEachGetAVector) {
-  // channels-last SD 32x32 C=320 (5120 vectors of 2): 1024 threads; SD 16x16 C=1280 (1280 of
-  // 8): 512; det 7x11 C=256 (77 of 8): no block is that small, so the smallest, 128
+  // channels-last SD 16x16 C=1280 (1280 vectors of 8): 512; det 7x11 C=256 (77 of 8): no block
+  // is that small, so the smallest, 128
   struct Case {
     Shape s;
     const char* want;
     const char* other;
   };
-  for (const Case& c : {Case{Shape{2, 320, {32, 32}, 32}, "gn_fwd_f16_f16_cl_swish_onchip_b1024_v2_e16",
-                             "gn_fwd_f16_f16_cl_swish_onchip_b512_v2_e16"},
-                        Case{Shape{2, 1280, {16, 16}, 32}, "gn_fwd_f16_f16_cl_swish_onchip_b512_v8_e8",
+  for (const Case& c : {Case{Shape{2, 1280, {16, 16}, 32}, "gn_fwd_f16_f16_cl_swish_onchip_b512_v8_e8",
                              "gn_fwd_f16_f16_cl_swish_onchip_b256_v8_e8"},
                         Case{Shape{2, 256, {7, 11}, 32}, "gn_fwd_f16_f16_cl_swish_onchip_b128_v8_e1",
                              "gn_fwd_f16_f16_cl_swish_onchip_b512_v8_e8"}}) {
@@ -146,10 +145,10 @@ TEST(Heuristics, OnchipForwardSpreadsTheGroupOverTheMostThreadsThatEachGetAVecto
 }
 
 TEST(Heuristics, ChannelsLastStreamForwardTakesTwoColumnsBelow100KbACu) {
-  // sd15_64x320 (39 KB a compute unit): e2; sdxl_128x320 (155 KB): e1
+  // sd15_64x640 (79 KB a compute unit): e2; sdxl_128x320 (155 KB): e1
   const char* e1 = "gn_fwd_f16_f16_cl_swish_stream_b512_v8_e1";
   const char* e2 = "gn_fwd_f16_f16_cl_swish_stream_b512_v8_e2";
-  const Instance* small = choose_named(Shape{2, 320, {64, 64}, 32}, Layout::channels_last, {e1, e2});
+  const Instance* small = choose_named(Shape{2, 640, {64, 64}, 32}, Layout::channels_last, {e1, e2});
   if (!small) GTEST_SKIP() << "the preset lacks " << e1 << " or " << e2;
   EXPECT_EQ(small->name(), e2);
   EXPECT_EQ(choose_named(Shape{2, 320, {128, 128}, 32}, Layout::channels_last, {})->name(), e1);
@@ -222,31 +221,51 @@ TEST(Heuristics, SmallChannelsLastGroupsStayOnChip) {
 }
 
 TEST(Heuristics, LargeChannelsLastGroupsStream) {
-  if (!reaches(Family::stream, {2, 320, {64, 64}, 32}, Layout::channels_last))
-    GTEST_SKIP() << "no stream instance of this build reaches SD 64x64 channels-last";
-  const Instance* inst = choose({2, 320, {64, 64}, 32}, Layout::channels_last);
+  if (!reaches(Family::stream, {2, 320, {128, 128}, 32}, Layout::channels_last))
+    GTEST_SKIP() << "no stream instance of this build reaches SDXL 128x128 channels-last";
+  const Instance* inst = choose({2, 320, {128, 128}, 32}, Layout::channels_last);
   ASSERT_NE(inst, nullptr);
   EXPECT_EQ(inst->spec().family, Family::stream) << inst->name();
 }
 
-// The channels-last forward's small tensors (under 96 KB of x a compute unit) go to the older
-// families where those have 16-byte vectors or hold the group; the rest stream.
+// The channels-last forward's small tensors (under 96 KB of x a compute unit) go to the onchip
+// family where it holds the group with vectors of 8 bytes or more, below 48 KB to the resident
+// family, then to split where it has 16-byte vectors; the rest stream.
 TEST(Heuristics, SmallChannelsLastTensorsSplitWithWideVectors) {
-  // SD 32x32 C=1280 (5 MB, C/G = 40): split, 16-byte vectors
-  if (!reaches(Family::split, {2, 1280, {32, 32}, 32}, Layout::channels_last))
-    GTEST_SKIP() << "no split instance of this build reaches SD 32x32 C=1280 channels-last";
-  const Instance* inst = choose({2, 1280, {32, 32}, 32}, Layout::channels_last);
+  // det 25x42 C=2048 (8.6 MB, 65 KB a compute unit, C/G = 64): split, 16-byte vectors
+  if (!reaches(Family::split, {2, 2048, {25, 42}, 32}, Layout::channels_last))
+    GTEST_SKIP() << "no split instance of this build reaches det 25x42 C=2048 channels-last";
+  const Instance* inst = choose({2, 2048, {25, 42}, 32}, Layout::channels_last);
   ASSERT_NE(inst, nullptr);
   EXPECT_EQ(inst->spec().family, Family::split) << inst->name();
   EXPECT_EQ(inst->spec().vector, 8) << inst->name();
 }
 
-TEST(Heuristics, SmallChannelsLastTensorsWithNarrowVectorsStream) {
-  // SD 64x64 C=320 (5 MB, C/G = 10: split would read 4 bytes an access)
-  if (!reaches(Family::stream, {2, 320, {64, 64}, 32}, Layout::channels_last))
-    GTEST_SKIP() << "no stream instance of this build reaches SD 64x64 channels-last";
-  EXPECT_EQ(choose({2, 320, {64, 64}, 32}, Layout::channels_last)->spec().family, Family::stream);
-  // the same shape at 10x the channels' bytes a compute unit streams even with C/G = 40
+TEST(Heuristics, SmallChannelsLastTensorsGoResident) {
+  // sd15_64x320 (5 MB, C/G = 10) and sd15_32x1280 (C/G = 40): 256 x 8 (176 items, a unit a
+  // cluster); sd15_32x320 (1.3 MB, C/G = 10, where onchip has 4-byte vectors): 256 x 2, the
+  // most rows a thread that still cover 132 compute units; g16_32x640: 256 x 4
+  struct Case {
+    Shape s;
+    const char* want;
+  };
+  for (const Case& c : {Case{Shape{2, 320, {64, 64}, 32}, "gn_fwd_f16_f16_cl_swish_resident_b256_v8_e8"},
+                        Case{Shape{2, 1280, {32, 32}, 32}, "gn_fwd_f16_f16_cl_swish_resident_b256_v8_e8"},
+                        Case{Shape{2, 320, {32, 32}, 32}, "gn_fwd_f16_f16_cl_swish_resident_b256_v8_e2"},
+                        Case{Shape{2, 640, {32, 32}, 16}, "gn_fwd_f16_f16_cl_swish_resident_b256_v8_e4"}}) {
+    if (!Registry::global().find(c.want) || !built(Family::stream)) continue;  // a smaller preset
+    const Instance* inst = choose(c.s, Layout::channels_last);
+    ASSERT_NE(inst, nullptr);
+    EXPECT_EQ(inst->name(), c.want);
+  }
+  // onchip keeps small groups with 16-byte vectors (sd15_16x2560, 20480 elements) and, below
+  // 8 KB a compute unit, with any (sd15_16x640, C/G = 20: 4-byte vectors); from 48 KB
+  // a compute unit the older families (sd15_64x640: stream) and, at 10x the channels' bytes a
+  // compute unit, stream even with C/G = 40
+  if (!built(Family::stream) || !built(Family::onchip)) GTEST_SKIP() << "this build lacks the older families";
+  EXPECT_EQ(choose({2, 2560, {16, 16}, 32}, Layout::channels_last)->spec().family, Family::onchip);
+  EXPECT_EQ(choose({2, 640, {16, 16}, 32}, Layout::channels_last)->spec().family, Family::onchip);
+  EXPECT_EQ(choose({2, 640, {64, 64}, 32}, Layout::channels_last)->spec().family, Family::stream);
   EXPECT_EQ(choose({2, 1280, {96, 96}, 32}, Layout::channels_last)->spec().family, Family::stream);
 }
 
@@ -333,8 +352,65 @@ TEST(Heuristics, OddSpatialChannelsFirstBackwardKeepsWideVectors) {
   }
 }
 
+TEST(Heuristics, ResidentChannelsLastForwardUnitsAreChunksOfWholeGroups) {
+  // A unit is chunk channels of a sample: whole groups, whole vectors, a row a workgroup covers;
+  // the widest whose slices fit one cluster (kClusterSlicesMax), else the narrowest. The
+  // backward keeps whole samples.
+  int checked = 0;
+  for (const Shape& s : {Shape{2, 320, {64, 64}, 32}, Shape{2, 640, {64, 64}, 32}, Shape{1, 120, {7, 31, 37}, 40},
+                         Shape{32, 256, {56, 56}, 32}, Shape{2, 1280, {32, 32}, 32}, Shape{3, 30, {97}, 1}}) {
+    for (Op op : {Op::fwd, Op::bwd}) {
+      const Problem p = make_problem(s, DataType::f16, DataType::f16, Layout::channels_last, Activation::swish);
+      Problem q = p;
+      q.op = op;
+      for (const Instance* i : Registry::global().bucket(Key::of(q))) {
+        if (i->spec().family != Family::resident) continue;
+        const Instance::ResidentShape r = i->resident_shape(q);
+        const std::int64_t v = i->spec().vector, cpg = q.channels_per_group();
+        SCOPED_TRACE(i->name() + " C=" + std::to_string(q.c) + " G=" + std::to_string(q.groups));
+        ASSERT_GT(r.chunk, 0);
+        EXPECT_EQ(q.c % r.chunk, 0);
+        EXPECT_EQ(r.units, q.n * (q.c / r.chunk));
+        EXPECT_EQ(r.slices, (q.spatial_size() + std::int64_t(r.row_lanes) * i->spec().per_thread - 1) /
+                                (std::int64_t(r.row_lanes) * i->spec().per_thread));
+        if (op != Op::fwd) {
+          EXPECT_EQ(r.chunk, q.c);
+          continue;
+        }
+        if (q.c % v != 0) continue;
+        EXPECT_EQ(r.chunk % cpg, 0);
+        EXPECT_EQ(r.chunk % v, 0);
+        // no wider chunk of whole groups and vectors fits one cluster where this one does not,
+        // or is narrower where none does
+        for (std::int64_t w = std::lcm(cpg, v); w <= q.c; w += std::lcm(cpg, v)) {
+          if (q.c % w != 0 || w / v > i->spec().block || w == r.chunk) continue;
+          const std::int64_t lanes = std::max<std::int64_t>(1, i->spec().block / (w / v));
+          const std::int64_t slices = (q.spatial_size() + lanes * i->spec().per_thread - 1) / (lanes * i->spec().per_thread);
+          if (r.slices <= kClusterSlicesMax) EXPECT_FALSE(w > r.chunk && slices <= kClusterSlicesMax) << w;
+          else EXPECT_GT(w, r.chunk) << w;
+        }
+        ++checked;
+      }
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "no channels-last resident forward instance in this build";
+  // sd15_64x320, 512 x 8 vectors: 80 channels (8 groups), 11 slices of 408 rows
+  const Problem sd = make_problem({2, 320, {64, 64}, 32}, DataType::f16, DataType::f16, Layout::channels_last,
+                                  Activation::swish);
+  for (const Instance* i : Registry::global().bucket(Key::of(sd)))
+    if (i->name() == "gn_fwd_f16_f16_cl_swish_resident_b512_v8_e8") {
+      const Instance::ResidentShape r = i->resident_shape(sd);
+      EXPECT_EQ(r.chunk, 80);
+      EXPECT_EQ(r.slices, 11);
+      EXPECT_EQ(r.units, 8);
+    }
+}
+
 TEST(Heuristics, ChannelsLastSamplesTooLargeForResidentSplit) {
-  // VAE 256x256 C=512: one 32M-element sample needs more workgroups at once than a GPU holds
+  // VAE 256x256 C=512: one 32M-element sample; the resident forward could cut it into chunks
+  // of a few groups, each still 32 workgroups, but the two streaming passes are the measured
+  // choice there (heuristics.cpp)
+  if (!built(Family::stream)) GTEST_SKIP() << "this build has no stream instances to prefer";
   const Instance* inst = choose({1, 512, {256, 256}, 32}, Layout::channels_last);
   ASSERT_NE(inst, nullptr);
   EXPECT_NE(inst->spec().family, Family::resident) << inst->name();

@@ -24,6 +24,8 @@ constexpr double kAny = std::numeric_limits<double>::infinity();
 constexpr double kSmallBytesPerCu = 96 << 10;
 // The channels-last forward's "tiny tensor", in bytes of x a compute unit (below).
 constexpr double kTinyBytesPerCu = 8 << 10;
+// The channels-last forward's resident family below this many bytes of x a compute unit (below).
+constexpr double kResidentClFwdBytesPerCu = 48 << 10;
 // The channels-first forward's stream family from this many bytes of x a compute unit (below),
 // and up to which its instance of one 512-thread workgroup a compute unit (per_thread 2) wins.
 constexpr double kStreamCfFwdBytesPerCu = 60 << 10;
@@ -45,8 +47,12 @@ RuleTables sm_90() {
       // SiLU, L2-cold (bench/NOTES.md, "resident, first measurements"): SD 16x16 C=1280
       // (10240-element groups) onchip 7.8 us against resident 50 us; ResNet 7x7 C=2048 (3136)
       // 11.4 against 25; but ResNet 56x56 C=256 (25088) resident 105 against onchip 134.
-      {Family::onchip, kAny, 0, "channels-last groups of up to 16K elements: a workgroup per group",
-       16384, Rule::kChannelsLast},
+      // Not where C/G leaves it vectors under 8 bytes (sd15_32x320, C/G = 10, 4-byte vectors:
+      // onchip 11.0 us, the resident family's whole-row vectors 9.3; bench/NOTES.md,
+      // "Chunks of a sample").
+      Rule{Family::onchip, kAny, 0, "channels-last groups of up to 16K elements: a workgroup per group", 16384,
+           Rule::kChannelsLast}
+          .vector_bytes(8),
       // Channels-last, larger groups. Measured on an H100, fp16 SiLU, L2-cold, every instance
       // (bench/NOTES.md, "The stream family"; bench/results/stream_cl/). The stream family
       // (stream_fwd.hpp) pays 10-12 us of fixed latency (two grid barriers, a merge), so
@@ -55,7 +61,24 @@ RuleTables sm_90() {
       // 23.9; sd15_16x2560 10.2 against 22.9; odd_31x31_c640 14.4 against 23.1) ...
       Rule{Family::onchip, kAny, 0, "channels-last, a small tensor: a workgroup per group of up to 32K elements",
            32768, Rule::kChannelsLast}
-          .bytes_per_cu(0, kSmallBytesPerCu),
+          .bytes_per_cu(0, kSmallBytesPerCu)
+          .vector_bytes(8),
+      // ... and from 8 KB to 48 KB a compute unit (1 to 6.3 MB on 132) the resident family,
+      // whose unit is a chunk of whole groups of a sample cut into slices that one thread-block
+      // cluster exchanges (resident_fwd.hpp; bench/NOTES.md, "Chunks of a sample"): x read once
+      // in whole-row 16-byte vectors whatever C/G is (sd15_64x320 15.8 us against stream 21.0;
+      // sd15_32x1280 14.9 against split 16.6; vae_64x512 13.8 against 15.3; g16_32x640 11.2
+      // against 13.7); from ~64 KB its chunks take two rounds of workgroups and split wins
+      // (det_25x42x2048 20.6 against 22.2; sdxl_32x2560 26.3 against 27.0) ...
+      Rule{Family::resident, kAny, 0, "channels-last, a small tensor: chunks of groups exchanged within a cluster",
+           std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
+          .bytes_per_cu(kTinyBytesPerCu, kResidentClFwdBytesPerCu),
+      // ... and below 8 KB a compute unit, a workgroup per group whatever its vectors: there
+      // the resident family's exchange is most of the time and the looped family's scalar
+      // accesses lose (sd15_16x640, C/G = 20, 4-byte vectors: onchip 7.8 us, looped 12.2) ...
+      Rule{Family::onchip, kAny, 0, "channels-last, a tiny tensor: a workgroup per group of up to 32K elements",
+           32768, Rule::kChannelsLast}
+          .bytes_per_cu(0, kTinyBytesPerCu),
       // ... and split where C/G takes 16-byte vectors (sd15_32x1280 16.6 against 26.5,
       // vae_64x512 14.9 against 26.1, g16_32x640 13.7 against 21.8, det_25x42x2048 21.3
       // against 31.5, sdxl_32x2560 25.7 against 29.4); at C/G = 10 its 4-byte vectors lose
@@ -222,13 +245,15 @@ std::int64_t resident_rounds(const InstanceSpec& s, std::int64_t items, const De
   return std::int64_t(std::ceil(double(items) / per_round));
 }
 
-// Resident instances, measured on an H100 (fp16 SiLU, L2-cold; bench/NOTES.md):
+// Resident instances, measured on an H100 (fp16 SiLU, L2-cold; bench/NOTES.md): the
+// channels-last forward, whose units are chunks of a sample, by its own order (below, first);
+// the others:
 //  1. a group or sample in one slice when some instance holds it: no exchange at all, and the
 //     smallest that does leaves the fewest threads idle (ResNet 7x7 C=2048: 256 x 2 vectors
 //     15.5 us, 512 x 8: 37 us; ResNet 56x56: 512 x 8 holds 25088, 57 us); of two that hold as
 //     much, the one of more threads (SD 32x32 C=320, 10240 elements: 512 x 4 6.2 us, 256 x 8
 //     7.1; SD 16x16 C=1920: 7.2 against 8.1; SD 16x16 C=640: 512 x 2 5.2 against 256 x 4 5.4);
-//  2. channels-last: the fewest slices (below);
+//  2. the channels-last backward: the fewest slices (below);
 //  3. channels-first: the fewest rounds of clusters (resident_rounds; the reason and the
 //     measurements at its use below); then workgroups of 256 threads, two or three to a
 //     compute unit, so that one's exchange overlaps another's loads (VAE 256x256 C=512:
@@ -241,6 +266,19 @@ bool better_resident(const Instance& a, const Instance& b, const Problem& p, con
   const InstanceSpec &x = a.spec(), &y = b.spec();
   if (x.vector != y.vector) return x.vector > y.vector;
   const Instance::ResidentShape fa = a.resident_shape(p), fb = b.resident_shape(p);
+  if (p.layout == Layout::channels_last && p.op == Op::fwd) {
+    // the forward's units are chunks of a sample (Instance::resident_shape): workgroups of 256
+    // (every shape its rule takes: sd15_64x320 256 x 8 15.8 us against 512 x 8 24.7), then the
+    // most rows a thread whose items still cover the compute units: fewer, fuller workgroups
+    // exchange less (sd15_32x1280 256 x 8, 176 items, 14.9 against 256 x 4, 352, 18.7), but
+    // not below one a compute unit (sd15_32x320 256 x 2, 176 items, 9.3 against 256 x 4, 88,
+    // 10.0; g16_32x640 256 x 4, 176 items, 11.2 against 256 x 8, 88, 13.3)
+    if (x.block != y.block) return x.block == 256 || (y.block != 256 && x.block < y.block);
+    const bool fill_a = fa.items() >= cus, fill_b = fb.items() >= cus;
+    if (fill_a != fill_b) return fill_a;
+    if (fill_a) return x.per_thread > y.per_thread;
+    return fa.items() > fb.items();
+  }
   const bool one_a = fa.slices == 1, one_b = fb.slices == 1;
   if (one_a != one_b) return one_a;
   if (one_a) {
