@@ -115,7 +115,9 @@ struct Params {
   // The channels-first stream forward (stream_fwd_cf.hpp): the flat tensor's aligned vectors
   // cut into `items` shares of slice_vectors (slices_div divides by it), partials a float4 slot
   // per (share, group); hold_vectors, set by the launcher, the vectors of its first share a
-  // workgroup keeps in shared memory; affine_rows the rows of its gamma/beta table.
+  // workgroup keeps in shared memory; affine_rows the rows of its gamma/beta table. The
+  // channels-last stream forward (stream_fwd.hpp): hold_vectors, set by its launcher, the rows
+  // a thread keeps in shared memory of its workgroup's last item.
   std::int32_t hold_vectors;
   std::int32_t affine_rows;
 };
@@ -200,9 +202,14 @@ inline constexpr int kStreamCounterWords = 2 * 2 * kStreamLineWords;
 HIPGN_HD std::int64_t stream_cl_smem_floats(std::int64_t c, int lanes, bool backward = false) {
   return (2 * std::int64_t(lanes) + (backward ? 4 : 3)) * c;
 }
-// Shared memory a channels-first stream workgroup leaves unused of its share of the compute
-// unit's: the 1 KB sm_90 reserves per workgroup and the kernel's static arrays.
-inline constexpr std::int64_t kStreamCfSmemReserve = 4096;
+// Where the channels-last stream forward's held rows start in its shared memory, in bytes:
+// after the floats above, 16-byte aligned.
+HIPGN_HD std::int64_t stream_cl_held_offset(std::int64_t c, int lanes) {
+  return (stream_cl_smem_floats(c, lanes) * 4 + 15) / 16 * 16;
+}
+// Shared memory a stream forward workgroup that holds x leaves unused of its share of the
+// compute unit's: the 1 KB sm_90 reserves per workgroup and the kernel's static arrays.
+inline constexpr std::int64_t kStreamSmemReserve = 4096;
 // The most shared memory a channels-first stream workgroup gives to its share's gamma and beta
 // (8 bytes a channel row the share touches, Params::affine_rows).
 inline constexpr std::int64_t kStreamCfTableBytes = 32 * 1024;

@@ -295,18 +295,12 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
 template <typename Traits>
 struct StreamCfFwdLauncher {
   static hipError_t launch(const Params& p, hipStream_t stream) {
-    constexpr int per_cu = kStreamMinBlocks<Traits>;
-    int device = 0, smem_per_cu = 0;
-    hipError_t e = hipGetDevice(&device);
-    if (e == hipSuccess) e = hipDeviceGetAttribute(&smem_per_cu, hipDeviceAttributeMaxSharedMemoryPerMultiprocessor, device);
-    if (e != hipSuccess) return e;
-    // a workgroup holds up to its share of the tensor, within its part of the compute unit's
-    // shared memory less what the hardware and the kernel's static arrays take
+    // a workgroup holds up to its share of the tensor, as much as there is room for
     const std::int64_t table = std::int64_t(p.affine_rows) * 8;
-    const std::int64_t room =
-        (std::min<std::int64_t>(smem_per_cu / per_cu - kStreamCfSmemReserve, kResidentMaxSmem) - table) / 16;
+    std::int64_t room = 0;
+    if (const hipError_t e = stream_hold_bytes(kStreamMinBlocks<Traits>, table, &room); e != hipSuccess) return e;
     Params q = p;
-    q.hold_vectors = std::int32_t(std::max<std::int64_t>(0, std::min<std::int64_t>(p.slice_vectors, room)));
+    q.hold_vectors = std::int32_t(std::min<std::int64_t>(p.slice_vectors, room / 16));
     return launch_persistent(&fwd_stream_cf_kernel<Traits>, q, Traits::kBlockSize,
                              std::size_t(table + std::int64_t(q.hold_vectors) * 16), true, kStreamCounterWords, stream,
                              true);
