@@ -244,7 +244,8 @@ TEST(Heuristics, SmallChannelsLastTensorsSplitWithWideVectors) {
 TEST(Heuristics, SmallChannelsLastTensorsGoResident) {
   // sd15_64x320 (5 MB, C/G = 10) and sd15_32x1280 (C/G = 40): 256 x 8 (176 items, a unit a
   // cluster); sd15_32x320 (1.3 MB, C/G = 10, where onchip has 4-byte vectors): 256 x 2, the
-  // most rows a thread that still cover 132 compute units; g16_32x640: 256 x 4
+  // most rows a thread that still cover 132 compute units; g16_32x640: 256 x 4; a tiny tensor
+  // of groups too large for onchip (layer_norm_32x64, 65536 elements): 256 x 2, the most items
   struct Case {
     Shape s;
     const char* want;
@@ -252,7 +253,8 @@ TEST(Heuristics, SmallChannelsLastTensorsGoResident) {
   for (const Case& c : {Case{Shape{2, 320, {64, 64}, 32}, "gn_fwd_f16_f16_cl_swish_resident_b256_v8_e8"},
                         Case{Shape{2, 1280, {32, 32}, 32}, "gn_fwd_f16_f16_cl_swish_resident_b256_v8_e8"},
                         Case{Shape{2, 320, {32, 32}, 32}, "gn_fwd_f16_f16_cl_swish_resident_b256_v8_e2"},
-                        Case{Shape{2, 640, {32, 32}, 16}, "gn_fwd_f16_f16_cl_swish_resident_b256_v8_e4"}}) {
+                        Case{Shape{2, 640, {32, 32}, 16}, "gn_fwd_f16_f16_cl_swish_resident_b256_v8_e4"},
+                        Case{Shape{2, 64, {32, 32}, 1}, "gn_fwd_f16_f16_cl_swish_resident_b256_v8_e2"}}) {
     if (!Registry::global().find(c.want) || !built(Family::stream)) continue;  // a smaller preset
     const Instance* inst = choose(c.s, Layout::channels_last);
     ASSERT_NE(inst, nullptr);
@@ -267,6 +269,9 @@ TEST(Heuristics, SmallChannelsLastTensorsGoResident) {
   EXPECT_EQ(choose({2, 640, {16, 16}, 32}, Layout::channels_last)->spec().family, Family::onchip);
   EXPECT_EQ(choose({2, 640, {64, 64}, 32}, Layout::channels_last)->spec().family, Family::stream);
   EXPECT_EQ(choose({2, 1280, {96, 96}, 32}, Layout::channels_last)->spec().family, Family::stream);
+  // a tiny tensor whose small groups take no vector (instance_norm_32x64, C/G = 1): looped
+  if (!built(Family::looped)) return;
+  EXPECT_EQ(choose({2, 64, {32, 32}, 64}, Layout::channels_last)->spec().family, Family::looped);
 }
 
 // The channels-last backward (bench/NOTES.md, "The stream backward"): the stream family from 32

@@ -79,6 +79,13 @@ RuleTables sm_90() {
       Rule{Family::onchip, kAny, 0, "channels-last, a tiny tensor: a workgroup per group of up to 32K elements",
            32768, Rule::kChannelsLast}
           .bytes_per_cu(0, kTinyBytesPerCu),
+      // ... and resident for the groups too large for it, not split (layer_norm_32x64, G = 1,
+      // 65536 elements: resident 256 x 2 7.9 us against split 10.5; bench/NOTES.md, "The held
+      // stream"); not smaller groups that take no vector (instance_norm_32x64, C/G = 1: looped
+      // 9.8, resident 10.6) ...
+      Rule{Family::resident, kAny, 32768, "channels-last, a tiny tensor of large groups: chunks exchanged within a cluster",
+           std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
+          .bytes_per_cu(0, kTinyBytesPerCu),
       // ... and split where C/G takes 16-byte vectors (sd15_32x1280 16.6 against 26.5,
       // vae_64x512 14.9 against 26.1, g16_32x640 13.7 against 21.8, det_25x42x2048 21.3
       // against 31.5, sdxl_32x2560 25.7 against 29.4); at C/G = 10 its 4-byte vectors lose
