@@ -6,7 +6,7 @@ set -uo pipefail
 OUT=${OUT:-/tmp/hipgn-out}
 mkdir -p "$OUT"
 PRESET=${PRESET:-default}
-BUILD=build-gpu
+BUILD=${BUILD:-build-gpu}
 cmake -S . -B $BUILD -G Ninja -DHIPGN_PRESET=$PRESET -DCMAKE_PREFIX_PATH="$PWD/.deps/root/usr" \
   > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
 start=$(date +%s)
