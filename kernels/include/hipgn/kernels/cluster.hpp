@@ -6,8 +6,8 @@
 // the hardware keeps a cluster's at most 16 workgroups co-resident in one GPC.
 //
 // The target trait: HIPGN_CLUSTERS says whether the device pass has clusters (NVIDIA sm_90 and
-// later); cluster_launch_ok() whether the host may launch one (nvcc's build on a device of
-// compute capability 9 or more). Elsewhere (AMD, older NVIDIA) the slices keep the portable
+// later); cluster_launch_max() whether the host may launch one, and how large (nvcc's build on
+// a device of compute capability 9 or more). Elsewhere (AMD, older NVIDIA) the slices keep the portable
 // path, the exchange through the workspace (common.hpp: arrive_and_wait); the kernels take the
 // cluster path only when the launcher says so (Params::cluster).
 #pragma once
@@ -151,28 +151,32 @@ struct ClusterPairs {
 };
 #endif
 
-// Host: whether this build may launch clusters on the current device, asked once per device.
-// HIPGN_CLUSTERS=0 in the environment (read once) keeps every launch on the portable path: the
-// GPU tests run the resident family both ways, and the benchmark compares them.
-inline bool cluster_launch_ok() {
+// Host: the most workgroups a cluster this build may launch on the current device has (0: no
+// clusters), asked once per device. HIPGN_CLUSTERS in the environment (read once): 0 keeps every
+// launch on the portable path (the GPU tests run the resident family both ways, and the
+// benchmark compares them); `portable`, clusters of up to kClusterPortable workgroups only
+// (compute-sanitizer's synccheck reports errors on larger ones that the other tools and the
+// results do not bear out: bench/NOTES.md, "Chunks of a sample"; scripts/gpu_check.sh).
+inline int cluster_launch_max() {
 #if defined(__NVCC__)
-  static const bool allowed = [] {
+  static const int allowed = [] {
     const char* v = std::getenv("HIPGN_CLUSTERS");
-    return !(v && std::string(v) == "0");
+    const std::string s = v ? v : "";
+    return s == "0" ? 0 : s == "portable" ? kClusterPortable : kClusterSlicesMax;
   }();
-  if (!allowed) return false;
+  if (allowed == 0) return 0;
   static std::mutex mutex;
   static std::map<int, bool> known;
   int device = 0;
   if (hipGetDevice(&device) != hipSuccess) return false;
   std::lock_guard<std::mutex> lock(mutex);
   const auto it = known.find(device);
-  if (it != known.end()) return it->second;
+  if (it != known.end()) return it->second ? allowed : 0;
   int major = 0;
   const bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && major >= 9;
-  return known[device] = ok;
+  return (known[device] = ok) ? allowed : 0;
 #else
-  return false;
+  return 0;
 #endif
 }
 
@@ -183,7 +187,7 @@ inline bool cluster_launch_ok() {
 inline bool launch_clusters(void (*kernel)(Params), const Params& p, int block, std::size_t smem, int cluster,
                             std::int64_t units, hipStream_t stream, hipError_t* result) {
 #if defined(__NVCC__)
-  if (cluster < 2 || cluster > kClusterSlicesMax || !cluster_launch_ok()) return false;
+  if (cluster < 2 || cluster > cluster_launch_max()) return false;
   cudaLaunchAttribute attr{};
   attr.id = cudaLaunchAttributeClusterDimension;
   attr.val.clusterDim.x = unsigned(cluster);
