@@ -81,8 +81,9 @@ struct Params {
   float swish_beta;
 
   // The resident family: a persistent grid walks items = units x slices, a unit being a group
-  // (channels-first) or chunk_channels of a sample (channels-last); the slices of a unit exchange partial
-  // statistics through `partials`, counting arrivals in `counters` (zeroed by the launcher).
+  // (channels-first) or chunk_channels of a sample (channels-last); the slices of a unit
+  // exchange partial statistics through `partials`, counting arrivals in `counters` (zeroed by
+  // the launcher).
   std::int64_t items;
   FastDivmod slices_div;           // item -> (unit, slice) without a 64-bit division
   FastDivmod groups_div;           // group -> (sample, group of the sample)

@@ -7,9 +7,9 @@
 //
 // The target trait: HIPGN_CLUSTERS says whether the device pass has clusters (NVIDIA sm_90 and
 // later); cluster_launch_max() whether the host may launch one, and how large (nvcc's build on
-// a device of compute capability 9 or more). Elsewhere (AMD, older NVIDIA) the slices keep the portable
-// path, the exchange through the workspace (common.hpp: arrive_and_wait); the kernels take the
-// cluster path only when the launcher says so (Params::cluster).
+// a device of compute capability 9 or more). Elsewhere (AMD, older NVIDIA) the slices keep the
+// portable path, the exchange through the workspace (common.hpp: arrive_and_wait); the kernels
+// take the cluster path only when the launcher says so (Params::cluster).
 #pragma once
 
 #include <cstddef>
@@ -168,7 +168,7 @@ inline int cluster_launch_max() {
   static std::mutex mutex;
   static std::map<int, bool> known;
   int device = 0;
-  if (hipGetDevice(&device) != hipSuccess) return false;
+  if (hipGetDevice(&device) != hipSuccess) return 0;
   std::lock_guard<std::mutex> lock(mutex);
   const auto it = known.find(device);
   if (it != known.end()) return it->second ? allowed : 0;
