@@ -346,7 +346,7 @@ TEST(Heuristics, OnchipBackwardTakes256ThreadsOver128) {
 // The channels-first backward reads peeled runs (groupnorm_bwd.hpp): a spatial size the vector
 // does not divide still gets 16-byte vectors, not the generic scalar instance.
 TEST(Heuristics, OddSpatialChannelsFirstBackwardKeepsWideVectors) {
-  // 127x127 C=320 (split), ResNet 7x7 C=2048 at N=32 (onchip: 3136-element groups)
+  // 127x127 C=320 and ResNet 7x7 C=2048 at N=32 (3136-element groups): both split
   for (const Shape& s : {Shape{1, 320, {127, 127}, 32}, Shape{32, 2048, {7, 7}, 32}}) {
     const Instance* inst = choose(s, Layout::channels_first, DataType::f16, Op::bwd);
     if (!inst) GTEST_SKIP() << "no backward instances in this build";
@@ -355,6 +355,22 @@ TEST(Heuristics, OddSpatialChannelsFirstBackwardKeepsWideVectors) {
       continue;  // a preset without them
     EXPECT_EQ(inst->spec().vector, 8) << inst->name();
   }
+}
+
+// The channels-first backward of groups that fit on chip: onchip below 32 KB of x a compute
+// unit (SD 8x8 C=1280, 0.3 MB), split from there (ResNet 7x7 C=2048 at N=32, 6.4 MB: its first
+// pass sums the 49-element rows in teams of 8 lanes).
+TEST(Heuristics, ChannelsFirstBackwardSplitsSmallGroupsFromMidSizes) {
+  const Shape small{2, 1280, {8, 8}, 32}, resnet{32, 2048, {7, 7}, 32};
+  if (!reaches(Family::onchip, small, Layout::channels_first, Op::bwd) ||
+      !reaches(Family::split, resnet, Layout::channels_first, Op::bwd))
+    GTEST_SKIP() << "no onchip or split channels-first backward of these shapes in this build";
+  const Instance* a = choose(small, Layout::channels_first, DataType::f16, Op::bwd);
+  const Instance* b = choose(resnet, Layout::channels_first, DataType::f16, Op::bwd);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(a->spec().family, Family::onchip) << a->name();
+  EXPECT_EQ(b->spec().family, Family::split) << b->name();
 }
 
 TEST(Heuristics, ResidentChannelsLastForwardUnitsAreChunksOfWholeGroups) {

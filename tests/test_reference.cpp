@@ -156,5 +156,41 @@ TEST(FastDivmod, AgreesWithDivision) {
   EXPECT_EQ(FastDivmod::make(7).div(10000000000ull), 10000000000ull / 7);
 }
 
+// The channels-first split backward's first-pass units (params.hpp: split_bwd_cf_rows): every
+// row of a group in exactly one unit, teams that the kernel's shuffle tree can add (a power of
+// two of at most 32 lanes, dividing the workgroup), pieces that cover a long row exactly.
+TEST(SplitRows, CoverEveryRowOnce) {
+  int checked = 0, teams = 0, pieced = 0;
+  for (std::int64_t spatial : {1, 7, 49, 64, 143, 256, 1023, 1024, 4096, 8191, 40009, 1 << 20})
+    for (std::int64_t cpg : {1, 3, 10, 40, 64, 160})
+      for (int vector : {1, 2, 4, 8})
+        for (std::int64_t min_units : {1, 5, 132}) {
+          const int block = 256, per_thread = 4;
+          const SplitRows r = split_bwd_cf_rows(spatial, cpg, vector, block, per_thread, min_units);
+          const std::int64_t row_vectors = (spatial + vector - 1) / vector;
+          const std::string at = std::to_string(spatial) + " x " + std::to_string(cpg) + " v" + std::to_string(vector);
+          ASSERT_GE(r.rows, 1) << at;
+          if (r.team < block) {
+            ++teams;
+            EXPECT_TRUE(r.team <= 32 && (r.team & (r.team - 1)) == 0 && block % r.team == 0) << at;
+            EXPECT_LE(r.rows, block / r.team) << at;
+            EXPECT_EQ(r.pieces, 1) << at;
+            EXPECT_GE(r.rows * r.units, cpg) << at;  // every row in a unit ...
+            EXPECT_LT(r.rows * (r.units - 1), cpg) << at;  // ... and no unit without one
+          } else {
+            EXPECT_EQ(r.team, block) << at;
+            EXPECT_EQ(r.rows, 1) << at;
+            EXPECT_GE(r.pieces * r.piece_vectors, row_vectors) << at;
+            EXPECT_LT((r.pieces - 1) * r.piece_vectors, row_vectors) << at;
+            EXPECT_EQ(r.units, cpg * r.pieces) << at;
+            pieced += r.pieces > 1;
+          }
+          ++checked;
+        }
+  EXPECT_GT(teams, 0);
+  EXPECT_GT(pieced, 0);
+  EXPECT_EQ(checked, 12 * 6 * 4 * 3);
+}
+
 }  // namespace
 }  // namespace hipgn::test

@@ -153,6 +153,15 @@ int Instance::slices(const Problem& p) const {
   return s > kMaxSlices ? -1 : int(s);
 }
 
+SplitRows Instance::split_rows(const Problem& p, int compute_units) const {
+  if (!(describe(spec_.family).splits_group && describe(p.op).backward && p.layout == Layout::channels_first))
+    return {};
+  // at least two workgroups a compute unit where the rows allow (params.hpp)
+  const std::int64_t cus = compute_units > 0 ? compute_units : kDefaultComputeUnits;
+  return split_bwd_cf_rows(p.spatial_size(), p.channels_per_group(), spec_.vector, spec_.block, spec_.per_thread,
+                           ceil_div(2 * cus, p.num_groups()));
+}
+
 bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, int compute_units) const {
   auto no = [why](std::string m) {
     if (why) *why = std::move(m);
@@ -195,7 +204,7 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
     // slices workgroups, and the backward's first N*G x units (C/G channels-first, C/G/V
     // vector columns channels-last)
     const std::int64_t units = !describe(p.op).backward            ? 0
-                               : p.layout == Layout::channels_first ? p.channels_per_group()
+                               : p.layout == Layout::channels_first ? split_rows(p, compute_units).units
                                                                     : p.channels_per_group() / v;
     const std::int64_t per_group = std::max<std::int64_t>(units, slices(p));
     if (p.num_groups() * per_group > INT_MAX)
@@ -325,7 +334,9 @@ std::size_t Instance::workspace_bytes(const Problem& p, int compute_units) const
   // backward: the per-(n, c) sums S1, S2, which dgamma and dbeta are made of; an op without
   // them (dx) needs them only to carry A, B across a split family's two passes
   if (!((op.writes | op.writes_with_gamma) & kDgamma) && !family.splits_group) return 0;
-  return std::size_t(p.n) * std::size_t(p.c) * 2 * sizeof(float);
+  // the channels-first split's pieces of long rows follow, [N, C, pieces] pairs
+  const std::int64_t pieces = split_rows(p, compute_units).pieces;
+  return std::size_t(p.n) * std::size_t(p.c) * 2 * sizeof(float) * (pieces > 1 ? 1 + std::size_t(pieces) : 1);
 }
 
 Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStream_t stream, int compute_units) const {
@@ -361,6 +372,8 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
   k.span = describe(spec_.family).persistent || describe(spec_.family).streams ? 0 : spans(p, &t, spec_.vector);
   k.num_groups = static_cast<std::int32_t>(p.num_groups());
   k.slices = describe(spec_.family).splits_group ? slices(p) : 1;
+  k.split_rows = split_rows(p, compute_units);
+  if (k.split_rows.pieces > 1) k.partials = k.workspace + p.n * p.c * 2;
   k.eps = p.eps;
   k.swish_beta = p.swish_beta;
   if (describe(spec_.family).persistent) {

@@ -53,6 +53,43 @@ struct FastDivmod {
   }
 };
 
+// The channels-first split backward's first pass (groupnorm_bwd.hpp: bwd_split_sums_kernel),
+// which sums each channel row of a group. A row of spatial / vector vectors, up to half the
+// workgroup: `team` lanes a row (a power of two, at most 32, so a team never spans a wavefront
+// of any target), `rows` rows a workgroup at once. A longer row: the whole workgroup, on one of
+// the row's `pieces` pieces of up to piece_vectors vectors (kSplitBwdPieceChunks x block x
+// per_thread), whose sums a fold kernel adds in order. `units` is the workgroups of a group:
+// short rows fill the teams, but a group takes at least min_units units (of fewer rows) where
+// it has the rows, so that few groups still spread over the device. Why: a workgroup a row
+// made sd15_8x2560 (64-element rows) 5120 workgroups of 8 busy lanes each (29.4 -> 10.1 us), and
+// vae_1024x128 (1M-element rows) 128 workgroups, one a compute unit (640 -> 459 us); full teams
+// alone left layer_norm_32x64 (2 groups of 64 rows) 16 workgroups.
+struct SplitRows {
+  std::int64_t rows = 1, team = 1, pieces = 1, piece_vectors = 1, units = 1;
+};
+inline constexpr std::int64_t kSplitBwdPieceChunks = 4;
+HIPGN_HD SplitRows split_bwd_cf_rows(std::int64_t spatial, std::int64_t channels_per_group, int vector, int block,
+                                     int per_thread, std::int64_t min_units) {
+  SplitRows r;
+  const std::int64_t row_vectors = (spatial + vector - 1) / vector;
+  if (2 * row_vectors <= block) {
+    while (r.team < row_vectors && r.team < 32) r.team *= 2;
+    const std::int64_t teams = block / r.team, full = (channels_per_group + teams - 1) / teams;
+    const std::int64_t units = full > min_units ? full : (min_units < channels_per_group ? min_units : channels_per_group);
+    r.rows = (channels_per_group + units - 1) / units;  // balanced: no unit of a few rows
+    r.units = (channels_per_group + r.rows - 1) / r.rows;
+    // a unit of one row: the whole workgroup on it, which spreads a row of more than a team's
+    // lanes over more of them (layer_norm_32x64, 1024-element rows: 4 vectors a lane took 12.1
+    // us, a workgroup a row 10.3)
+    if (r.rows > 1 || row_vectors <= r.team) return r;
+  }
+  r.team = block;
+  r.piece_vectors = kSplitBwdPieceChunks * block * per_thread;
+  r.pieces = (row_vectors + r.piece_vectors - 1) / r.piece_vectors;
+  r.units = channels_per_group * r.pieces;
+  return r;
+}
+
 struct Params {
   const void* x;
   void* y;
@@ -64,7 +101,7 @@ struct Params {
   void* dx;           // backward data; may be null (dgb)
   void* dgamma;       // backward gamma/beta; may be null (dx, or affine off)
   void* dbeta;
-  float* workspace;   // forward split: 3 floats per (group, slice); backward: [N, C, 2] sums
+  float* workspace;   // forward split: 3 floats per (group, slice); backward: [N, C, 2] sums (then pieces)
 
   std::int64_t channels;           // C
 
@@ -121,6 +158,10 @@ struct Params {
   // a thread keeps in shared memory of its workgroup's last item.
   std::int32_t hold_vectors;
   std::int32_t affine_rows;
+  // The channels-first split backward (groupnorm_bwd.hpp): its first pass's units; with pieces
+  // > 1 they write [N, C, pieces] (S1, S2) pairs to `partials`, folded into the workspace's
+  // [N, C] pairs before the second pass.
+  SplitRows split_rows;
 };
 
 // The resident family's limits and shapes, shared by the runtime (support, workspace, launch

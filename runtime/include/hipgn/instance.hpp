@@ -104,6 +104,9 @@ class Instance {
 
  private:
   int slices(const Problem&) const;
+  // The channels-first split backward's first-pass units (params.hpp: split_bwd_cf_rows); the
+  // default (a workgroup a channel row) for every other instance.
+  SplitRows split_rows(const Problem&, int compute_units) const;
   // Bytes of the resident family's arrival counters (one per unit), padded to 16.
   static std::size_t resident_counter_bytes(std::int64_t units);
   // Bytes of the resident backward's per-(item, channel) sums for dgamma/dbeta (ops dgb, bwd),

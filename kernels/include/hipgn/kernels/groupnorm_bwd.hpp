@@ -455,20 +455,114 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p
   }
 }
 
-// Family split, pass 1: workgroup (group, unit) sums one unit of channels into the workspace.
-// Workgroups run group after group (the unit fastest), so the groups read last are the last
-// groups; pass 2 starts from them, while their x and dy are still in L2.
+// Channel row `row` of a channels-first group read as a peeled run (common.hpp: Peel; with no
+// head or tail when the spatial size is a multiple of the vector and x is aligned): body vectors
+// [first, end) by lanes lane, lane + stride, ..., and the head and tail elements where asked.
+// Adds this thread's shares to s1 and s2.
+template <typename Traits>
+__device__ __forceinline__ void cf_row_share(const Params& p, const GroupView<Traits>& view, std::int64_t row,
+                                             float mean, float rstd, std::int64_t lane, std::int64_t stride,
+                                             std::int64_t first, std::int64_t end, bool head, bool tail, float& s1,
+                                             float& s2) {
+  constexpr int V = Traits::kVectorSize;
+  using X = typename Traits::XType;
+  const auto* xs = static_cast<const X*>(p.x);
+  const auto* dys = static_cast<const X*>(p.dy);
+  const std::int64_t start = view.base + row * p.spatial_size;
+  const Peel<V> run(p.phase, start, p.spatial_size);
+  const std::int64_t body = start + run.head;
+  const Affine<Traits> a(p, view.channel0 + row);
+  auto add = [&](float x, float dy) {
+    backward_terms<Traits>(p, a, mean, rstd, x, dy);
+    s1 += dy;
+    s2 += dy * x;
+  };
+  if (head)
+    for (std::int64_t j = lane; j < run.head; j += stride) add(to_float(xs[start + j]), to_float(dys[start + j]));
+  if (tail)
+    for (std::int64_t j = body + run.body * V + lane; j < start + p.spatial_size; j += stride)
+      add(to_float(xs[j]), to_float(dys[j]));
+  if (end > run.body) end = run.body;
+  // four vectors of x and dy in flight a lane: a long row's piece may be a compute unit's only
+  // workgroup
+#pragma unroll 4
+  for (std::int64_t k = first + lane; k < end; k += stride) {
+    float x[V], dy[V];
+    load_vec<V>(xs + body + k * V, x);
+    load_vec<V>(dys + body + k * V, dy);
+#pragma unroll
+    for (int i = 0; i < V; ++i) add(x[i], dy[i]);
+  }
+}
+
+// Family split, pass 1, channels-first: the group's channel rows in units of Params::split_rows
+// (params.hpp: split_bwd_cf_rows): short rows a team of lanes each, added by a shuffle tree
+// within the team; a long row's piece across the workgroup. Units run group after group, so
+// the groups read last are the last groups; pass 2 starts from them, while their x and dy are
+// still in L2. Channels-last: workgroup (group, unit) sums one column of vectors.
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize) bwd_split_sums_kernel(Params p) {
-  using U = Unit<Traits>;
-  const std::uint32_t units = std::uint32_t(U::count(p));
-  const std::int64_t group = blockIdx.x / units, sample = group_sample(p, group), u = blockIdx.x - group * units;
-  const GroupView<Traits> view(p, group);
-  const U unit(p, view, u, p.mean[group], p.rstd[group]);
-  if (threadIdx.x == 0)
+  constexpr int B = Traits::kBlockSize;
+  if constexpr (Traits::kLayout == Layout::channels_first) {
+    const SplitRows& r = p.split_rows;
+    const std::int64_t group = blockIdx.x / std::uint32_t(r.units), u = blockIdx.x - group * r.units;
+    const std::int64_t sample = group_sample(p, group);
+    const GroupView<Traits> view(p, group);
+    const float mean = p.mean[group], rstd = p.rstd[group];
+    float s1 = 0.f, s2 = 0.f;
+    if (r.team < B) {
+      const std::int64_t team = threadIdx.x / r.team, lane = threadIdx.x - team * r.team, row = u * r.rows + team;
+      const bool mine = team < r.rows && row < p.channels_per_group;
+      if (mine) cf_row_share<Traits>(p, view, row, mean, rstd, lane, r.team, 0, p.spatial_size, true, true, s1, s2);
+      // a team is a power of two of at most 32 lanes within one wavefront: every lane shuffles
+      for (int o = int(r.team) / 2; o > 0; o >>= 1) {
+        s1 += __shfl_xor(s1, o, kWarpSize);
+        s2 += __shfl_xor(s2, o, kWarpSize);
+      }
+      if (mine && lane == 0) store_channel_sums(p, sample, view.channel0 + row, s1, s2);
+      return;
+    }
+    const std::int64_t row = u / r.pieces, piece = u - row * r.pieces, first = piece * r.piece_vectors;
+    cf_row_share<Traits>(p, view, row, mean, rstd, threadIdx.x, B, first, first + r.piece_vectors, piece == 0,
+                         piece == r.pieces - 1, s1, s2);
+    float both[2] = {s1, s2};
+    block_sum_array<B>(both);
+    if (threadIdx.x != 0) return;
+    if (r.pieces == 1) {
+      store_channel_sums(p, sample, view.channel0 + row, both[0], both[1]);
+    } else {
+      float* w = p.partials + ((sample * p.channels + view.channel0 + row) * r.pieces + piece) * 2;
+      w[0] = both[0];
+      w[1] = both[1];
+    }
+  } else {
+    using U = Unit<Traits>;
+    const std::uint32_t units = std::uint32_t(U::count(p));
+    const std::int64_t group = blockIdx.x / units, sample = group_sample(p, group), u = blockIdx.x - group * units;
+    const GroupView<Traits> view(p, group);
+    const U unit(p, view, u, p.mean[group], p.rstd[group]);
+    if (threadIdx.x == 0)
 #pragma unroll
-    for (int i = 0; i < U::kUnit; ++i)
-      store_channel_sums(p, sample, U::first_channel(view.channel0, u) + i, unit.s1[i], unit.s2[i]);
+      for (int i = 0; i < U::kUnit; ++i)
+        store_channel_sums(p, sample, U::first_channel(view.channel0, u) + i, unit.s1[i], unit.s2[i]);
+  }
+}
+
+// The pieces of long channel rows (pass 1 above), added in order: a workgroup per (n, c), its
+// threads over the pieces, then the fixed block reduction; the [N, C] (S1, S2) pairs that pass 2
+// and the dgamma/dbeta kernel read. (A template, so that every unit including this header may
+// define it.)
+template <int kBlock>
+__global__ void __launch_bounds__(kBlock) bwd_fold_pieces_kernel(Params p) {
+  const std::int64_t i = blockIdx.x, pieces = p.split_rows.pieces;
+  float s[2] = {0.f, 0.f};
+  for (std::int64_t k = threadIdx.x; k < pieces; k += kBlock) {
+    const float2 w = reinterpret_cast<const float2*>(p.partials)[i * pieces + k];
+    s[0] += w.x;
+    s[1] += w.y;
+  }
+  block_sum_array<kBlock>(s);
+  if (threadIdx.x == 0) p.workspace[2 * i] = s[0], p.workspace[2 * i + 1] = s[1];
 }
 
 // Family split, pass 2: workgroup (group, slice) forms A and B from the group's channel sums
@@ -524,8 +618,15 @@ struct BwdLauncher {
       bwd_looped_kernel<Traits><<<dim3(p.num_groups), block, 0, stream>>>(p);
     } else {
       // one-dimensional grids (at most 2^31 - 1 workgroups: Instance::supports)
-      bwd_split_sums_kernel<Traits>
-          <<<dim3(unsigned(p.num_groups * Unit<Traits>::count(p))), block, 0, stream>>>(p);
+      constexpr bool kChannelsFirst = Traits::kLayout == Layout::channels_first;
+      const std::int64_t units = kChannelsFirst ? p.split_rows.units : Unit<Traits>::count(p);
+      bwd_split_sums_kernel<Traits><<<dim3(unsigned(p.num_groups * units)), block, 0, stream>>>(p);
+      if (kChannelsFirst && p.split_rows.pieces > 1) {
+        const hipError_t e = hipGetLastError();
+        if (e != hipSuccess) return e;
+        bwd_fold_pieces_kernel<128><<<dim3(unsigned(std::int64_t(p.num_groups) * p.channels_per_group)), dim3(128), 0,
+                                        stream>>>(p);
+      }
       if constexpr (kWritesDx<Traits>) {
         const hipError_t e = hipGetLastError();
         if (e != hipSuccess) return e;
