@@ -357,20 +357,24 @@ TEST(Heuristics, OddSpatialChannelsFirstBackwardKeepsWideVectors) {
   }
 }
 
-// The channels-first backward of groups that fit on chip: onchip below 32 KB of x a compute
-// unit (SD 8x8 C=1280, 0.3 MB), split from there (ResNet 7x7 C=2048 at N=32, 6.4 MB: its first
-// pass sums the 49-element rows in teams of 8 lanes).
-TEST(Heuristics, ChannelsFirstBackwardSplitsSmallGroupsFromMidSizes) {
-  const Shape small{2, 1280, {8, 8}, 32}, resnet{32, 2048, {7, 7}, 32};
+// The channels-first backward: onchip below 32 KB of x a compute unit where it holds the group
+// (SD 8x8 C=1280, 0.3 MB), split from there whether it holds it (ResNet 7x7 C=2048 at N=32, 6.4
+// MB: the first pass sums the 49-element rows in teams of 8 lanes) or not (ResNet 56x56 C=256 at
+// N=32, 51 MB, 1024 groups: not looped).
+TEST(Heuristics, ChannelsFirstBackwardSplitsFromMidSizes) {
+  const Shape small{2, 1280, {8, 8}, 32}, resnet7{32, 2048, {7, 7}, 32}, resnet56{32, 256, {56, 56}, 32};
   if (!reaches(Family::onchip, small, Layout::channels_first, Op::bwd) ||
-      !reaches(Family::split, resnet, Layout::channels_first, Op::bwd))
+      !reaches(Family::split, resnet7, Layout::channels_first, Op::bwd) ||
+      !reaches(Family::split, resnet56, Layout::channels_first, Op::bwd))
     GTEST_SKIP() << "no onchip or split channels-first backward of these shapes in this build";
   const Instance* a = choose(small, Layout::channels_first, DataType::f16, Op::bwd);
-  const Instance* b = choose(resnet, Layout::channels_first, DataType::f16, Op::bwd);
   ASSERT_NE(a, nullptr);
-  ASSERT_NE(b, nullptr);
   EXPECT_EQ(a->spec().family, Family::onchip) << a->name();
-  EXPECT_EQ(b->spec().family, Family::split) << b->name();
+  for (const Shape& s : {resnet7, resnet56}) {
+    const Instance* b = choose(s, Layout::channels_first, DataType::f16, Op::bwd);
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(b->spec().family, Family::split) << b->name();
+  }
 }
 
 TEST(Heuristics, ResidentChannelsLastForwardUnitsAreChunksOfWholeGroups) {

@@ -164,9 +164,9 @@ TEST(SplitRows, CoverEveryRowOnce) {
   for (std::int64_t spatial : {1, 7, 49, 64, 143, 256, 1023, 1024, 4096, 8191, 40009, 1 << 20})
     for (std::int64_t cpg : {1, 3, 10, 40, 64, 160})
       for (int vector : {1, 2, 4, 8})
-        for (std::int64_t min_units : {1, 5, 132}) {
+        for (std::int64_t groups : {1, 64, 4096}) {
           const int block = 256, per_thread = 4;
-          const SplitRows r = split_bwd_cf_rows(spatial, cpg, vector, block, per_thread, min_units);
+          const SplitRows r = split_bwd_cf_rows(spatial, cpg, vector, block, per_thread, groups, 132);
           const std::int64_t row_vectors = (spatial + vector - 1) / vector;
           const std::string at = std::to_string(spatial) + " x " + std::to_string(cpg) + " v" + std::to_string(vector);
           ASSERT_GE(r.rows, 1) << at;

@@ -37,8 +37,8 @@ constexpr double kStreamBwdBytesPerCu = 32 << 10;
 // Below this many bytes of x a compute unit, the channels-last backward splits few groups at
 // any C (below).
 constexpr double kSplitClBwdBytesPerCu = 24 << 10;
-// From this many bytes of x a compute unit, the channels-first backward splits groups that fit
-// on chip (below).
+// From this many bytes of x a compute unit, the channels-first backward splits every group
+// (below).
 constexpr double kSplitCfBwdBytesPerCu = 32 << 10;
 
 // Measured on an H100 SXM (sm_90, 132 SMs); the targets that have no measurements of their own
@@ -210,15 +210,17 @@ RuleTables sm_90() {
       // workgroup. Measured on an H100, fp16 SiLU, N=2, C=1280, 16x16, G=32 (64 groups of
       // 10240): split 21.6 us against looped 79.9 us channels-first, 21.9 against 31.3 last.
       {Family::split, 1.0, 4096, "fewer groups than compute units: several workgroups per group"},
-      // Channels-first groups that fit on chip, from 32 KB of x a compute unit (4.2 MB on 132):
-      // the split family's first pass sums short rows a team of lanes each (params.hpp:
+      // Channels-first from 32 KB of x a compute unit (4.2 MB on 132), groups that fit on chip
+      // or not: the split family's first pass sums short rows a team of lanes each (params.hpp:
       // split_bwd_cf_rows), where onchip stages a slot per element and adds each channel's a
-      // wavefront at a time. Measured on an H100, fp16 SiLU, L2-cold, every instance
-      // (bench/NOTES.md, "Rows in teams"): r50_7x2048_n32 (6.4 MB, 1024 groups of 3136) split
-      // 29.8 us against onchip 39.3; below 1 MB onchip's one launch wins (sd15_8x1280 7.6
-      // against 8.9, det_13x21x256 8.2 against 10.7); no suite shape lies between.
-      Rule{Family::split, kAny, 0, "channels-first from 32 KB a compute unit: short rows summed in teams", 4096,
-           Rule::kChannelsFirst}
+      // wavefront at a time, and looped runs a group's rows one after another in one
+      // workgroup. Measured on an H100, fp16 SiLU, L2-cold, every instance (bench/NOTES.md,
+      // "Rows in teams"): r50_7x2048_n32 (6.4 MB, 1024 groups of 3136) split 27.7 us against
+      // onchip 39.3; r50_56x256_n32 (51 MB, 1024 groups of 25088) split 104.4 against looped
+      // 114.7; below 1 MB onchip's one launch wins (sd15_8x1280 7.6 against 8.9,
+      // det_13x21x256 8.2 against 10.7); no suite shape lies between.
+      Rule{Family::split, kAny, 0, "channels-first from 32 KB a compute unit: rows summed in teams or pieces",
+           std::numeric_limits<std::int64_t>::max(), Rule::kChannelsFirst}
           .bytes_per_cu(kSplitCfBwdBytesPerCu, kAny),
       {Family::onchip, kAny, 0, "the group fits on chip: x and dy read once"},
       {Family::looped, kAny, 0, "the group loops: x and dy read twice"},

@@ -156,10 +156,9 @@ int Instance::slices(const Problem& p) const {
 SplitRows Instance::split_rows(const Problem& p, int compute_units) const {
   if (!(describe(spec_.family).splits_group && describe(p.op).backward && p.layout == Layout::channels_first))
     return {};
-  // at least two workgroups a compute unit where the rows allow (params.hpp)
   const std::int64_t cus = compute_units > 0 ? compute_units : kDefaultComputeUnits;
   return split_bwd_cf_rows(p.spatial_size(), p.channels_per_group(), spec_.vector, spec_.block, spec_.per_thread,
-                           ceil_div(2 * cus, p.num_groups()));
+                           p.num_groups(), cus);
 }
 
 bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, int compute_units) const {

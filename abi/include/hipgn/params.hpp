@@ -53,35 +53,42 @@ struct FastDivmod {
   }
 };
 
-// The channels-first split backward's first pass (groupnorm_bwd.hpp: bwd_split_sums_kernel),
-// which sums each channel row of a group. A row of spatial / vector vectors, up to half the
-// workgroup: `team` lanes a row (a power of two, at most 32, so a team never spans a wavefront
-// of any target), `rows` rows a workgroup at once. A longer row: the whole workgroup, on one of
-// the row's `pieces` pieces of up to piece_vectors vectors (kSplitBwdPieceChunks x block x
-// per_thread), whose sums a fold kernel adds in order. `units` is the workgroups of a group:
-// short rows fill the teams, but a group takes at least min_units units (of fewer rows) where
-// it has the rows, so that few groups still spread over the device. Why: a workgroup a row
-// made sd15_8x2560 (64-element rows) 5120 workgroups of 8 busy lanes each (29.4 -> 10.1 us), and
-// vae_1024x128 (1M-element rows) 128 workgroups, one a compute unit (640 -> 459 us); full teams
-// alone left layer_norm_32x64 (2 groups of 64 rows) 16 workgroups.
+// The channels-first split backward's first pass (groupnorm_bwd.hpp: bwd_split_rows_kernel and
+// bwd_split_sums_kernel), which sums each channel row of a group. Short rows (spatial / vector
+// vectors, at most half the workgroup) go to teams of `team` lanes (a power of two, at most 32,
+// so a team never spans a wavefront of any target), `rows` rows a workgroup at once; a group
+// takes at least min_units such units (of fewer rows) where it has the rows, so that few groups
+// still spread over the device. Other rows take the whole workgroup, on one of the row's
+// `pieces` pieces of up to piece_vectors vectors (kSplitBwdPieceChunks x block x per_thread),
+// whose sums a fold kernel adds in order. `units` is the workgroups of a group. Measured on an
+// H100 (fp16 SiLU, L2-cold; bench/NOTES.md, "Rows in teams"): a workgroup a row made
+// sd15_8x2560 (64-element rows) 5120 workgroups of 8 busy lanes each (18.5 -> 9.8 us in teams)
+// and vae_1024x128 (1M-element rows) 128 workgroups, one a compute unit (732 -> 454 us in 32
+// pieces). A row of more vectors than a team has lanes goes to a team only from
+// kSplitBwdTeamRowsPerCu rows (N x C) a compute unit: below, a workgroup a row runs in one wave
+// and spreads each row over 4x the lanes (sd15_32x320, 640 rows of 1024: teams 13.3 us, a
+// workgroup a row 11.7; layer_norm_32x64, 128 rows: 12.1 against 10.3); above, the teams win
+// (sd15_32x1920, 3840 rows: 21.7 against 24.1).
 struct SplitRows {
   std::int64_t rows = 1, team = 1, pieces = 1, piece_vectors = 1, units = 1;
 };
 inline constexpr std::int64_t kSplitBwdPieceChunks = 4;
+inline constexpr std::int64_t kSplitBwdTeamRowsPerCu = 8;
 HIPGN_HD SplitRows split_bwd_cf_rows(std::int64_t spatial, std::int64_t channels_per_group, int vector, int block,
-                                     int per_thread, std::int64_t min_units) {
+                                     int per_thread, std::int64_t num_groups, std::int64_t compute_units) {
   SplitRows r;
   const std::int64_t row_vectors = (spatial + vector - 1) / vector;
-  if (2 * row_vectors <= block) {
+  const bool many_rows = num_groups * channels_per_group >= kSplitBwdTeamRowsPerCu * compute_units;
+  if (2 * row_vectors <= block && (row_vectors <= 32 || many_rows)) {
     while (r.team < row_vectors && r.team < 32) r.team *= 2;
     const std::int64_t teams = block / r.team, full = (channels_per_group + teams - 1) / teams;
+    const std::int64_t min_units = (2 * compute_units + num_groups - 1) / num_groups;  // two a compute unit
     const std::int64_t units = full > min_units ? full : (min_units < channels_per_group ? min_units : channels_per_group);
     r.rows = (channels_per_group + units - 1) / units;  // balanced: no unit of a few rows
     r.units = (channels_per_group + r.rows - 1) / r.rows;
-    // a unit of one row: the whole workgroup on it, which spreads a row of more than a team's
-    // lanes over more of them (layer_norm_32x64, 1024-element rows: 4 vectors a lane took 12.1
-    // us, a workgroup a row 10.3)
+    // a unit of one row longer than a team: the whole workgroup on it, more lanes on the row
     if (r.rows > 1 || row_vectors <= r.team) return r;
+    r = SplitRows{};
   }
   r.team = block;
   r.piece_vectors = kSplitBwdPieceChunks * block * per_thread;

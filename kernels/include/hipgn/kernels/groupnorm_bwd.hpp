@@ -461,7 +461,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p
 // Adds this thread's shares to s1 and s2.
 template <typename Traits>
 __device__ __forceinline__ void cf_row_share(const Params& p, const GroupView<Traits>& view, std::int64_t row,
-                                             float mean, float rstd, std::int64_t lane, std::int64_t stride,
+                                             float mean, float rstd, std::uint32_t lane, std::uint32_t stride,
                                              std::int64_t first, std::int64_t end, bool head, bool tail, float& s1,
                                              float& s2) {
   constexpr int V = Traits::kVectorSize;
@@ -483,9 +483,6 @@ __device__ __forceinline__ void cf_row_share(const Params& p, const GroupView<Tr
     for (std::int64_t j = body + run.body * V + lane; j < start + p.spatial_size; j += stride)
       add(to_float(xs[j]), to_float(dys[j]));
   if (end > run.body) end = run.body;
-  // four vectors of x and dy in flight a lane: a long row's piece may be a compute unit's only
-  // workgroup
-#pragma unroll 4
   for (std::int64_t k = first + lane; k < end; k += stride) {
     float x[V], dy[V];
     load_vec<V>(xs + body + k * V, x);
@@ -496,44 +493,58 @@ __device__ __forceinline__ void cf_row_share(const Params& p, const GroupView<Tr
 }
 
 // Family split, pass 1, channels-first: the group's channel rows in units of Params::split_rows
-// (params.hpp: split_bwd_cf_rows): short rows a team of lanes each, added by a shuffle tree
-// within the team; a long row's piece across the workgroup. Units run group after group, so
-// the groups read last are the last groups; pass 2 starts from them, while their x and dy are
-// still in L2. Channels-last: workgroup (group, unit) sums one column of vectors.
+// (params.hpp: split_bwd_cf_rows). Units run group after group, so the groups read last are the
+// last groups; pass 2 starts from them, while their x and dy are still in L2. Index arithmetic
+// in 32 bits: units per group and the grid are below 2^31 (Instance::supports). Short rows and
+// long rows are two kernels, each with its own register count: in one, the teams' path held the
+// pieces' at 48 registers a thread (five workgroups a compute unit) where alone it takes 32
+// (eight), and the pieces' launches are the many small workgroups of latency-bound rows.
+//
+// Short rows: a team of lanes a row, `rows` rows a workgroup at once, added by a shuffle tree
+// within the team (a power of two of at most 32 lanes, so within one wavefront).
+template <typename Traits>
+__global__ void __launch_bounds__(Traits::kBlockSize) bwd_split_rows_kernel(Params p) {
+  const SplitRows& r = p.split_rows;
+  const std::uint32_t units = std::uint32_t(r.units), team = std::uint32_t(r.team);
+  const std::uint32_t group = blockIdx.x / units, u = blockIdx.x - group * units;
+  const std::uint32_t t = threadIdx.x / team, lane = threadIdx.x - t * team;
+  const std::int64_t row = std::int64_t(u) * r.rows + t;
+  const GroupView<Traits> view(p, group);
+  const bool mine = t < r.rows && row < p.channels_per_group;
+  float s1 = 0.f, s2 = 0.f;
+  if (mine)
+    cf_row_share<Traits>(p, view, row, p.mean[group], p.rstd[group], lane, team, 0, p.spatial_size, true, true, s1, s2);
+  for (int o = int(team) / 2; o > 0; o >>= 1) {  // every lane shuffles
+    s1 += __shfl_xor(s1, o, kWarpSize);
+    s2 += __shfl_xor(s2, o, kWarpSize);
+  }
+  if (mine && lane == 0) store_channel_sums(p, group_sample(p, group), view.channel0 + row, s1, s2);
+}
+
+// Long rows: the whole workgroup on one of a row's pieces (a whole row where pieces = 1),
+// written to the workspace's [N, C] pairs or, cut, to `partials` for the fold below.
+// Channels-last: workgroup (group, unit) sums one column of vectors.
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize) bwd_split_sums_kernel(Params p) {
   constexpr int B = Traits::kBlockSize;
   if constexpr (Traits::kLayout == Layout::channels_first) {
     const SplitRows& r = p.split_rows;
-    const std::int64_t group = blockIdx.x / std::uint32_t(r.units), u = blockIdx.x - group * r.units;
-    const std::int64_t sample = group_sample(p, group);
+    const std::uint32_t units = std::uint32_t(r.units), pieces = std::uint32_t(r.pieces);
+    const std::uint32_t group = blockIdx.x / units, u = blockIdx.x - group * units;
+    const std::uint32_t row = u / pieces, piece = u - row * pieces;
+    const std::int64_t sample = group_sample(p, group), first = std::int64_t(piece) * r.piece_vectors;
     const GroupView<Traits> view(p, group);
-    const float mean = p.mean[group], rstd = p.rstd[group];
-    float s1 = 0.f, s2 = 0.f;
-    if (r.team < B) {
-      const std::int64_t team = threadIdx.x / r.team, lane = threadIdx.x - team * r.team, row = u * r.rows + team;
-      const bool mine = team < r.rows && row < p.channels_per_group;
-      if (mine) cf_row_share<Traits>(p, view, row, mean, rstd, lane, r.team, 0, p.spatial_size, true, true, s1, s2);
-      // a team is a power of two of at most 32 lanes within one wavefront: every lane shuffles
-      for (int o = int(r.team) / 2; o > 0; o >>= 1) {
-        s1 += __shfl_xor(s1, o, kWarpSize);
-        s2 += __shfl_xor(s2, o, kWarpSize);
-      }
-      if (mine && lane == 0) store_channel_sums(p, sample, view.channel0 + row, s1, s2);
-      return;
-    }
-    const std::int64_t row = u / r.pieces, piece = u - row * r.pieces, first = piece * r.piece_vectors;
-    cf_row_share<Traits>(p, view, row, mean, rstd, threadIdx.x, B, first, first + r.piece_vectors, piece == 0,
-                         piece == r.pieces - 1, s1, s2);
-    float both[2] = {s1, s2};
-    block_sum_array<B>(both);
+    float s[2] = {0.f, 0.f};
+    cf_row_share<Traits>(p, view, row, p.mean[group], p.rstd[group], threadIdx.x, B, first, first + r.piece_vectors,
+                         piece == 0, piece == pieces - 1, s[0], s[1]);
+    block_sum_array<B>(s);
     if (threadIdx.x != 0) return;
-    if (r.pieces == 1) {
-      store_channel_sums(p, sample, view.channel0 + row, both[0], both[1]);
+    if (pieces == 1) {
+      store_channel_sums(p, sample, view.channel0 + row, s[0], s[1]);
     } else {
-      float* w = p.partials + ((sample * p.channels + view.channel0 + row) * r.pieces + piece) * 2;
-      w[0] = both[0];
-      w[1] = both[1];
+      float* w = p.partials + ((sample * p.channels + view.channel0 + row) * pieces + piece) * 2;
+      w[0] = s[0];
+      w[1] = s[1];
     }
   } else {
     using U = Unit<Traits>;
@@ -620,7 +631,13 @@ struct BwdLauncher {
       // one-dimensional grids (at most 2^31 - 1 workgroups: Instance::supports)
       constexpr bool kChannelsFirst = Traits::kLayout == Layout::channels_first;
       const std::int64_t units = kChannelsFirst ? p.split_rows.units : Unit<Traits>::count(p);
-      bwd_split_sums_kernel<Traits><<<dim3(unsigned(p.num_groups * units)), block, 0, stream>>>(p);
+      const dim3 grid(unsigned(p.num_groups * units));
+      bool rows = false;
+      if constexpr (kChannelsFirst) {
+        rows = p.split_rows.team < Traits::kBlockSize;
+        if (rows) bwd_split_rows_kernel<Traits><<<grid, block, 0, stream>>>(p);
+      }
+      if (!rows) bwd_split_sums_kernel<Traits><<<grid, block, 0, stream>>>(p);
       if (kChannelsFirst && p.split_rows.pieces > 1) {
         const hipError_t e = hipGetLastError();
         if (e != hipSuccess) return e;
