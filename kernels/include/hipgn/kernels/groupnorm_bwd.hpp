@@ -75,6 +75,43 @@ __device__ __forceinline__ void store_warp_channel_sums(const Params& p, std::in
   if (lane == 0) store_channel_sums(p, sample, c, s1, s2);
 }
 
+// Channel row `row` of a channels-first group read as a peeled run (common.hpp: Peel; with no
+// head or tail when the spatial size is a multiple of the vector and x is aligned): body vectors
+// [first, end) by lanes lane, lane + stride, ..., and the head and tail elements where asked.
+// Adds this thread's shares to s1 and s2.
+template <typename Traits>
+__device__ __forceinline__ void cf_row_share(const Params& p, const GroupView<Traits>& view, std::int64_t row,
+                                             float mean, float rstd, std::uint32_t lane, std::uint32_t stride,
+                                             std::int64_t first, std::int64_t end, bool head, bool tail, float& s1,
+                                             float& s2) {
+  constexpr int V = Traits::kVectorSize;
+  using X = typename Traits::XType;
+  const auto* xs = static_cast<const X*>(p.x);
+  const auto* dys = static_cast<const X*>(p.dy);
+  const std::int64_t start = view.base + row * p.spatial_size;
+  const Peel<V> run(p.phase, start, p.spatial_size);
+  const std::int64_t body = start + run.head;
+  const Affine<Traits> a(p, view.channel0 + row);
+  auto add = [&](float x, float dy) {
+    backward_terms<Traits>(p, a, mean, rstd, x, dy);
+    s1 += dy;
+    s2 += dy * x;
+  };
+  if (head)
+    for (std::int64_t j = lane; j < run.head; j += stride) add(to_float(xs[start + j]), to_float(dys[start + j]));
+  if (tail)
+    for (std::int64_t j = body + run.body * V + lane; j < start + p.spatial_size; j += stride)
+      add(to_float(xs[j]), to_float(dys[j]));
+  if (end > run.body) end = run.body;
+  for (std::int64_t k = first + lane; k < end; k += stride) {
+    float x[V], dy[V];
+    load_vec<V>(xs + body + k * V, x);
+    load_vec<V>(dys + body + k * V, dy);
+#pragma unroll
+    for (int i = 0; i < V; ++i) add(x[i], dy[i]);
+  }
+}
+
 // One unit of a group's channels, summed over the workgroup: channels-first, the channel row
 // u (one channel); channels-last, the column of vectors u (kVectorSize consecutive channels).
 // Returns S1, S2 of each of the unit's channels (kUnit of them) to every thread.
@@ -86,34 +123,29 @@ struct Unit {
 
   __device__ __forceinline__ Unit(const Params& p, const GroupView<Traits>& view, std::int64_t u, float mean,
                                   float rstd) {
-    constexpr int B = Traits::kBlockSize;
-    const auto* xs = static_cast<const typename Traits::XType*>(p.x);
-    const auto* dys = static_cast<const typename Traits::XType*>(p.dy);
-    const std::int64_t per_row = std::int64_t(p.vectors_per_row.divisor);
 #pragma unroll
     for (int i = 0; i < kUnit; ++i) s1[i] = s2[i] = 0.f;
-    if constexpr (kPeels<Traits>)
-      if (p.span) {
-        row_sums(p, view, u, mean, rstd);
-        reduce();
-        return;
-      }
-    // channels-first: the row's vectors u*per_row ... ; channels-last: vector u of every row
-    const std::int64_t count =
-        kChannelsFirst ? per_row : std::int64_t(p.vectors_per_row.div(std::uint64_t(p.vectors)));
-    for (std::int64_t k = threadIdx.x; k < count; k += B) {
-      const std::int64_t q = kChannelsFirst ? u * per_row + k : k * per_row + u;
-      std::int64_t offset, channel;
-      view.locate(p, q, offset, channel);
-      float x[V], dy[V];
-      load_vec<V>(xs + offset, x);
-      load_vec<V>(dys + offset, dy);
+    if constexpr (kChannelsFirst) {  // channel row u, a peeled run whatever the spatial size
+      cf_row_share<Traits>(p, view, u, mean, rstd, threadIdx.x, Traits::kBlockSize, 0, p.spatial_size, true, true,
+                           s1[0], s2[0]);
+    } else {  // vector column u of every row
+      const auto* xs = static_cast<const typename Traits::XType*>(p.x);
+      const auto* dys = static_cast<const typename Traits::XType*>(p.dy);
+      const std::int64_t per_row = std::int64_t(p.vectors_per_row.divisor);
+      const std::int64_t count = std::int64_t(p.vectors_per_row.div(std::uint64_t(p.vectors)));
+      for (std::int64_t k = threadIdx.x; k < count; k += Traits::kBlockSize) {
+        std::int64_t offset, channel;
+        view.locate(p, k * per_row + u, offset, channel);
+        float x[V], dy[V];
+        load_vec<V>(xs + offset, x);
+        load_vec<V>(dys + offset, dy);
 #pragma unroll
-      for (int i = 0; i < V; ++i) {
-        const Affine<Traits> a(p, kChannelsFirst ? channel : channel + i);
-        backward_terms<Traits>(p, a, mean, rstd, x[i], dy[i]);
-        s1[kChannelsFirst ? 0 : i] += dy[i];
-        s2[kChannelsFirst ? 0 : i] += dy[i] * x[i];
+        for (int i = 0; i < V; ++i) {
+          const Affine<Traits> a(p, channel + i);
+          backward_terms<Traits>(p, a, mean, rstd, x[i], dy[i]);
+          s1[i] += dy[i];
+          s2[i] += dy[i] * x[i];
+        }
       }
     }
     reduce();
@@ -126,31 +158,6 @@ struct Unit {
     block_sum_array<Traits::kBlockSize, 2 * kUnit>(both);
 #pragma unroll
     for (int i = 0; i < kUnit; ++i) s1[i] = both[i], s2[i] = both[kUnit + i];
-  }
-  // span mode (channels-first): channel row u is a peeled run of HW elements of one channel
-  __device__ __forceinline__ void row_sums(const Params& p, const GroupView<Traits>& view, std::int64_t u, float mean,
-                                           float rstd) {
-    using X = typename Traits::XType;
-    const auto* xs = static_cast<const X*>(p.x);
-    const auto* dys = static_cast<const X*>(p.dy);
-    const std::int64_t row = view.base + u * p.spatial_size, t = threadIdx.x;
-    const Peel<V> run(p.phase, row, p.spatial_size);
-    const std::int64_t body = row + run.head;
-    const Affine<Traits> a(p, view.channel0 + u);
-    auto add = [&](float x, float dy) {
-      backward_terms<Traits>(p, a, mean, rstd, x, dy);
-      s1[0] += dy;
-      s2[0] += dy * x;
-    };
-    if (t < run.head) add(to_float(xs[row + t]), to_float(dys[row + t]));
-    if (t < run.tail) add(to_float(xs[body + run.body * V + t]), to_float(dys[body + run.body * V + t]));
-    for (std::int64_t k = t; k < run.body; k += Traits::kBlockSize) {
-      float x[V], dy[V];
-      load_vec<V>(xs + body + k * V, x);
-      load_vec<V>(dys + body + k * V, dy);
-#pragma unroll
-      for (int i = 0; i < V; ++i) add(x[i], dy[i]);
-    }
   }
   // the first channel of unit u
   static __device__ __forceinline__ std::int64_t first_channel(std::int64_t channel0, std::int64_t u) {
@@ -452,43 +459,6 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p
       }
       store_vec<V>(static_cast<X*>(p.dx) + offset, dx);
     }
-  }
-}
-
-// Channel row `row` of a channels-first group read as a peeled run (common.hpp: Peel; with no
-// head or tail when the spatial size is a multiple of the vector and x is aligned): body vectors
-// [first, end) by lanes lane, lane + stride, ..., and the head and tail elements where asked.
-// Adds this thread's shares to s1 and s2.
-template <typename Traits>
-__device__ __forceinline__ void cf_row_share(const Params& p, const GroupView<Traits>& view, std::int64_t row,
-                                             float mean, float rstd, std::uint32_t lane, std::uint32_t stride,
-                                             std::int64_t first, std::int64_t end, bool head, bool tail, float& s1,
-                                             float& s2) {
-  constexpr int V = Traits::kVectorSize;
-  using X = typename Traits::XType;
-  const auto* xs = static_cast<const X*>(p.x);
-  const auto* dys = static_cast<const X*>(p.dy);
-  const std::int64_t start = view.base + row * p.spatial_size;
-  const Peel<V> run(p.phase, start, p.spatial_size);
-  const std::int64_t body = start + run.head;
-  const Affine<Traits> a(p, view.channel0 + row);
-  auto add = [&](float x, float dy) {
-    backward_terms<Traits>(p, a, mean, rstd, x, dy);
-    s1 += dy;
-    s2 += dy * x;
-  };
-  if (head)
-    for (std::int64_t j = lane; j < run.head; j += stride) add(to_float(xs[start + j]), to_float(dys[start + j]));
-  if (tail)
-    for (std::int64_t j = body + run.body * V + lane; j < start + p.spatial_size; j += stride)
-      add(to_float(xs[j]), to_float(dys[j]));
-  if (end > run.body) end = run.body;
-  for (std::int64_t k = first + lane; k < end; k += stride) {
-    float x[V], dy[V];
-    load_vec<V>(xs + body + k * V, x);
-    load_vec<V>(dys + body + k * V, dy);
-#pragma unroll
-    for (int i = 0; i < V; ++i) add(x[i], dy[i]);
   }
 }
 
