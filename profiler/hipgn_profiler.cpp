@@ -94,8 +94,10 @@ int select_instances(const Dispatcher& handle, const Options& o, Selection* s) {
     s->candidates = {inst};
     return -1;
   }
-  for (const Instance* inst : handle.registry().bucket(Key::of(p)))
-    if (inst->supports(p)) s->candidates.push_back(inst);
+  // every supporting instance, of both layouts where the problem runs in either (layout_views)
+  for (const Problem& q : layout_views(p))
+    for (const Instance* inst : handle.registry().bucket(Key::of(q)))
+      if (inst->supports(q)) s->candidates.push_back(inst);
   if (s->candidates.empty()) return refuse(std::string(to_string(s->none.code)) + ": " + s->none.message);
   return -1;
 }
@@ -231,10 +233,11 @@ int main(int argc, char** argv) {
     r.name = inst->name();
     void* ws = nullptr;
     const int cus = handle->device().cus();
-    if (const std::size_t wsb = inst->workspace_bytes(p, cus)) CHECK(hipMalloc(&ws, wsb));
+    const Problem q = in_layout(p, inst->spec().layout);  // the problem as this instance runs it
+    if (const std::size_t wsb = inst->workspace_bytes(q, cus)) CHECK(hipMalloc(&ws, wsb));
     CHECK(hipMemset(out, verify::kPoisonByte, bytes));
     CHECK(hipMemset(ddg, verify::kPoisonByte, gb.size()));
-    const Status s = inst->run(p, t, ws, nullptr, cus);
+    const Status s = inst->run(q, t, ws, nullptr, cus);
     CHECK(hipDeviceSynchronize());
     if (!s.ok()) {
       r.launch_failed = true;
@@ -252,7 +255,7 @@ int main(int argc, char** argv) {
       const bool ok = cmp.ok();
       r.max_err = cmp.worst;
       r.ok = ok;
-      r.us = median_us([&] { (void)inst->run(p, t, ws, nullptr, cus); }, warmup, iters, flush, flush_bytes);
+      r.us = median_us([&] { (void)inst->run(q, t, ws, nullptr, cus); }, warmup, iters, flush, flush_bytes);
       r.gbps = floor_bytes / r.us / 1e3;
       r.pct_copy = 100.0 * (floor_bytes / r.us) / (2.0 * double(bytes) / copy_us);
       if (!ok) r.note = "WRONG";

@@ -45,8 +45,9 @@ TEST(Heuristics, RandomCorpusAlwaysGetsASupportingInstance) {
     ASSERT_TRUE(validate(p, t).ok()) << validate(p, t).message;
     const Instance* inst = heuristic_choice(Registry::global(), kH100, p, &t);
     ASSERT_NE(inst, nullptr) << p.to_string();
-    std::string why;
-    ASSERT_TRUE(inst->supports(p, &t, &why)) << inst->name() << " chosen for " << p.to_string() << ": " << why;
+    std::string why;  // the instance may be of the other layout where the spatial size is 1 (in_layout)
+    ASSERT_TRUE(inst->supports(in_layout(p, inst->spec().layout), &t, &why))
+        << inst->name() << " chosen for " << p.to_string() << ": " << why;
   }
 }
 
@@ -99,8 +100,8 @@ TEST(Heuristics, ChannelsFirstForwardIsResidentBelow60KbACuThenStream) {
 
 TEST(Heuristics, SmallForwardsTakeAWorkgroupPerGroup) {
   // channels-first, groups of 1024 (instance_norm 32x32 C=64 G=64) and 256 (1x32x8x8, G=8):
-  // onchip; 16-element groups of spatial 1 (8x512, G=32): looped; channels-last, C/G = 1 at
-  // 0.26 MB: looped, where the stream family's fixed cost would dominate
+  // onchip; channels-last, C/G = 1 at 0.26 MB: looped, where the stream family's fixed cost
+  // would dominate
   struct Case {
     Shape s;
     Layout layout;
@@ -108,13 +109,57 @@ TEST(Heuristics, SmallForwardsTakeAWorkgroupPerGroup) {
   };
   for (const Case& c : {Case{Shape{2, 64, {32, 32}, 64}, Layout::channels_first, Family::onchip},
                         Case{Shape{1, 32, {8, 8}, 8}, Layout::channels_first, Family::onchip},
-                        Case{Shape{8, 512, {1}, 32}, Layout::channels_first, Family::looped},
                         Case{Shape{2, 64, {32, 32}, 64}, Layout::channels_last, Family::looped}}) {
     if (!reaches(c.want, c.s, c.layout)) continue;  // a smaller preset
     const Instance* inst = choose(c.s, c.layout);
     ASSERT_NE(inst, nullptr);
     EXPECT_EQ(inst->spec().family, c.want) << inst->name();
   }
+}
+
+// A channels-first problem of spatial size 1 is channels-last in memory, and goes to the
+// channels-last rules where they are built: hw1_512 (8x512, G = 32, 16-element groups) to the
+// channels-last onchip family (2.7 us against the channels-first looped family's 3.3). With
+// spatial sizes above 1, or without channels-last instances, the layout stays.
+TEST(Heuristics, SpatialSizeOneRunsAsChannelsLast) {
+  const Shape hw1{8, 512, {1}, 32};
+  if (!reaches(Family::onchip, hw1, Layout::channels_last)) GTEST_SKIP() << "no channels-last onchip instance";
+  for (const Shape& s : {hw1, Shape{8, 512, {}, 32}}) {
+    const Instance* inst = choose(s, Layout::channels_first);
+    ASSERT_NE(inst, nullptr);
+    EXPECT_EQ(inst->spec().layout, Layout::channels_last) << inst->name();
+    EXPECT_EQ(inst->spec().family, Family::onchip) << inst->name();
+  }
+  // the views, and a handle's explicit choice of the other layout's instance
+  const Problem p1 = make_problem(hw1, DataType::f16, DataType::f16, Layout::channels_first, Activation::swish);
+  const std::vector<Problem> views = layout_views(p1);
+  ASSERT_EQ(views.size(), 2u);
+  EXPECT_EQ(views[0].layout, Layout::channels_first);
+  EXPECT_EQ(views[1].layout, Layout::channels_last);
+  EXPECT_EQ(layout_views(make_problem(Shape{8, 512, {2}, 32}, DataType::f16, DataType::f16, Layout::channels_first,
+                                      Activation::swish))
+                .size(),
+            1u);
+  const Instance* chosen = heuristic_choice(Registry::global(), kH100, p1);
+  ASSERT_NE(chosen, nullptr);
+  Dispatcher h(kH100);
+  Status why;
+  EXPECT_EQ(h.named(p1, chosen->name(), nullptr, &why), chosen) << why.message;
+  std::size_t bytes = 0;
+  EXPECT_TRUE(h.workspace_size(p1, chosen->name(), &bytes).ok());
+  EXPECT_TRUE(h.set_tuned(p1, chosen->name()).ok());
+  const Instance* two = choose(Shape{8, 512, {2}, 32}, Layout::channels_first);
+  ASSERT_NE(two, nullptr);
+  EXPECT_EQ(two->spec().layout, Layout::channels_first) << two->name();
+  // a registry of channels-first instances only keeps the layout
+  Registry reg;
+  const LaunchFn never = [](const Params&, hipStream_t) { return hipErrorInvalidValue; };
+  const char* name = "gn_fwd_f16_f16_cf_swish_looped_b256_v1_e4";
+  reg.add(*InstanceSpec::parse(name), name, never);
+  const Problem p = make_problem(hw1, DataType::f16, DataType::f16, Layout::channels_first, Activation::swish);
+  const Instance* only = heuristic_choice(reg, kH100, p);
+  ASSERT_NE(only, nullptr);
+  EXPECT_EQ(only->name(), name);
 }
 
 // The tie-breaks inside a family (heuristics.cpp: better), each on the shapes whose every-instance

@@ -16,6 +16,18 @@ std::int64_t Problem::spatial_size() const {
   return s;
 }
 
+Problem in_layout(const Problem& p, Layout layout) {
+  Problem q = p;
+  if (p.spatial_size() == 1) q.layout = layout;
+  return q;
+}
+
+std::vector<Problem> layout_views(const Problem& p) {
+  const Layout other = p.layout == Layout::channels_first ? Layout::channels_last : Layout::channels_first;
+  if (p.spatial_size() != 1) return {p};
+  return {p, in_layout(p, other)};
+}
+
 std::string Problem::to_string() const {
   std::ostringstream o;
   o << hipgn::to_string(op) << " n" << n << " c" << c << " s";

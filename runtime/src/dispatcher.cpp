@@ -17,6 +17,13 @@
 
 namespace hipgn {
 
+namespace {
+
+// The problem as `inst` runs it (in_layout: a spatial size of 1 runs in either layout).
+Problem as_run(const Problem& p, const Instance& inst) { return in_layout(p, inst.spec().layout); }
+
+}  // namespace
+
 BuildConfig build_config() { return {HIPGN_BUILD_OPS, HIPGN_BUILD_DTYPES, HIPGN_BUILD_LAYOUTS, HIPGN_BUILD_ACTIVATIONS}; }
 
 // Which configure option would build the problem's key.
@@ -141,7 +148,8 @@ const Instance* Dispatcher::choose(const Problem& p, const Tensors* tensors, Sta
     if (!tuned_.empty()) {
       const auto it = tuned_.find(TuningKey::of(p, info_.key()));
       // a tuned instance that cannot take these tensors (misaligned, say) falls through
-      if (it != tuned_.end() && it->second->supports(p, tensors, nullptr, info_.cus())) return it->second;
+      if (it != tuned_.end() && it->second->supports(as_run(p, *it->second), tensors, nullptr, info_.cus()))
+        return it->second;
     }
   }
   const Instance* inst = heuristic_choice(registry(), info_, p, tensors);
@@ -163,7 +171,7 @@ const Instance* Dispatcher::named(const Problem& p, const std::string& name, con
                                                   "or HIPGN_INSTANCE_FILTER); the build's manifest.json lists those it did");
   }
   std::string reason;
-  if (!inst->supports(p, tensors, &reason, info_.cus()))
+  if (!inst->supports(as_run(p, *inst), tensors, &reason, info_.cus()))
     return fail(StatusCode::not_supported, name + " does not support " + p.to_string() + ": " + reason);
   return inst;
 }
@@ -175,21 +183,23 @@ Status Dispatcher::workspace_size(const Problem& p, const std::string& instance,
     const Instance* inst = registry().find(instance);
     if (!inst) return Status::error(StatusCode::unknown_instance, "no instance named " + instance + " in this build");
     std::string why;
-    if (!inst->supports(p, nullptr, &why, info_.cus()))
+    if (!inst->supports(as_run(p, *inst), nullptr, &why, info_.cus()))
       return Status::error(StatusCode::not_supported, instance + " does not support " + p.to_string() + ": " + why);
-    *bytes = inst->workspace_bytes(p, info_.cus());
+    *bytes = inst->workspace_bytes(as_run(p, *inst), info_.cus());
     return Status::success();
   }
   // The largest need of the bucket's supporting instances: whatever choose() returns (tuned,
   // or the heuristic's for any alignment) is among them. Every need is small next to the
   // tensors (forward split: 12 bytes per slice of a group; backward: 8 bytes per (n, c); stream:
   // 8 bytes per group of each of a few items a compute unit).
+  // (with a spatial size of 1, the channels-last bucket's too: choose() may take either)
   bool any = false;
-  for (const Instance* inst : registry().bucket(Key::of(p)))
-    if (inst->supports(p, nullptr, nullptr, info_.cus())) {
-      any = true;
-      *bytes = std::max(*bytes, inst->workspace_bytes(p, info_.cus()));
-    }
+  for (const Problem& q : layout_views(p))
+    for (const Instance* inst : registry().bucket(Key::of(q)))
+      if (inst->supports(q, nullptr, nullptr, info_.cus())) {
+        any = true;
+        *bytes = std::max(*bytes, inst->workspace_bytes(q, info_.cus()));
+      }
   if (!any) return Status::error(StatusCode::not_built, not_built_message(p, build_config()));
   return Status::success();
 }
@@ -234,11 +244,12 @@ Status Dispatcher::run(const Problem& p, const Tensors& t, hipStream_t stream, c
   if (!s.ok()) return s;
   if (!has_device_) return Status::error(StatusCode::no_device, "no GPU: this handle cannot launch");
   void* ws = nullptr;
-  if (const std::size_t bytes = inst->workspace_bytes(p, info_.cus())) {
+  const Problem q = as_run(p, *inst);
+  if (const std::size_t bytes = inst->workspace_bytes(q, info_.cus())) {
     s = workspace_for(stream, bytes, &ws);
     if (!s.ok()) return s;
   }
-  return inst->run(p, t, ws, stream, info_.cus());
+  return inst->run(q, t, ws, stream, info_.cus());
 }
 
 Status Dispatcher::run_with_workspace(const Problem& p, const Tensors& t, void* workspace, std::size_t workspace_bytes,
@@ -251,12 +262,13 @@ Status Dispatcher::run_with_workspace(const Problem& p, const Tensors& t, void* 
     return bad("the workspace is null but its size is " + std::to_string(workspace_bytes) + " bytes");
   // 16 bytes: what a vector access of the workspace may need; any allocator's pointer has it
   if (reinterpret_cast<std::uintptr_t>(workspace) % 16 != 0) return bad("the workspace is not 16-byte aligned");
-  const std::size_t need = inst->workspace_bytes(p, info_.cus());
+  const Problem q = as_run(p, *inst);
+  const std::size_t need = inst->workspace_bytes(q, info_.cus());
   if (need > workspace_bytes)
     return bad(inst->name() + " needs a workspace of " + std::to_string(need) + " bytes for " + p.to_string() + "; " +
                std::to_string(workspace_bytes) + " given (workspace_size() says how many)");
   if (!has_device_) return Status::error(StatusCode::no_device, "no GPU: this handle cannot launch");
-  return inst->run(p, t, need ? workspace : nullptr, stream, info_.cus());
+  return inst->run(q, t, need ? workspace : nullptr, stream, info_.cus());
 }
 
 Status Dispatcher::set_tuned(const Problem& p, const std::string& instance, double us) {
@@ -264,7 +276,7 @@ Status Dispatcher::set_tuned(const Problem& p, const std::string& instance, doub
   const Instance* inst = registry().find(instance);
   if (!inst) return Status::error(StatusCode::unknown_instance, "no instance named " + instance + " in this build");
   std::string why;
-  if (!inst->supports(p, nullptr, &why, info_.cus()))
+  if (!inst->supports(as_run(p, *inst), nullptr, &why, info_.cus()))
     return Status::error(StatusCode::not_supported, instance + " does not support " + p.to_string() + ": " + why);
   const TuningKey key = TuningKey::of(p, info_.key());
   std::lock_guard<std::mutex> lock(mutex_);

@@ -395,10 +395,10 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     return order < 0 ? x.chunk_elements() < y.chunk_elements() : x.chunk_elements() > y.chunk_elements();
   return x.block < y.block;
 }
-}  // namespace
 
-const Instance* heuristic_choice(const Registry& reg, const DeviceInfo& dev, const Problem& p,
-                                 const Tensors* tensors, std::string* rule_why) {
+// The first rule's pick among the instances of the problem's own key.
+const Instance* rule_choice(const Registry& reg, const DeviceInfo& dev, const Problem& p, const Tensors* tensors,
+                            std::string* rule_why) {
   const auto& bucket = reg.bucket(Key::of(p));
   const int cus = dev.cus();
   const double groups_per_cu = double(p.num_groups()) / cus;
@@ -422,6 +422,22 @@ const Instance* heuristic_choice(const Registry& reg, const DeviceInfo& dev, con
     }
   }
   return nullptr;
+}
+}  // namespace
+
+const Instance* heuristic_choice(const Registry& reg, const DeviceInfo& dev, const Problem& p,
+                                 const Tensors* tensors, std::string* rule_why) {
+  // A channels-first problem of spatial size 1 goes to the channels-last rules where the build
+  // has that layout (in_layout: the same memory): their families read whole rows of C in
+  // 16-byte vectors, where the channels-first ones see a group as C/G runs of one element
+  // (hw1_512, C = 512, G = 32, fp16 forward: channels-last onchip 2.7 us against channels-first
+  // looped 3.3; bench/NOTES.md, "A spatial size of 1").
+  if (p.layout == Layout::channels_first && p.spatial_size() == 1)
+    if (const Instance* inst = rule_choice(reg, dev, in_layout(p, Layout::channels_last), tensors, rule_why)) {
+      if (rule_why) *rule_why += " (a spatial size of 1: run as channels-last, the same memory)";
+      return inst;
+    }
+  return rule_choice(reg, dev, p, tensors, rule_why);
 }
 
 }  // namespace hipgn

@@ -62,13 +62,15 @@ Status Dispatcher::tune(const Problem& p, hipStream_t stream, TuneResult* out, c
   if (Status s = validate(p); !s.ok()) return s;
   if (o.iters < 1 || o.warmup < 0)
     return Status::error(StatusCode::invalid_argument, "tuning needs iters >= 1 and warmup >= 0");
+  // every supporting instance, of both layouts where the problem runs in either (layout_views)
   std::vector<const Instance*> candidates;
   std::size_t ws_bytes = 0;
-  for (const Instance* inst : registry().bucket(Key::of(p)))
-    if (inst->supports(p, nullptr, nullptr, info_.cus())) {
-      candidates.push_back(inst);
-      ws_bytes = std::max(ws_bytes, inst->workspace_bytes(p, info_.cus()));
-    }
+  for (const Problem& q : layout_views(p))
+    for (const Instance* inst : registry().bucket(Key::of(q)))
+      if (inst->supports(q, nullptr, nullptr, info_.cus())) {
+        candidates.push_back(inst);
+        ws_bytes = std::max(ws_bytes, inst->workspace_bytes(q, info_.cus()));
+      }
   if (candidates.empty()) return Status::error(StatusCode::not_built, not_built_message(p, build_config()));
   if (!has_device_) return Status::error(StatusCode::no_device, "no GPU: this handle cannot tune");
 
@@ -118,7 +120,7 @@ Status Dispatcher::tune(const Problem& p, hipStream_t stream, TuneResult* out, c
     for (int i = 0; ok && i < o.warmup + o.iters; ++i) {
       if (flush.ptr) ok = hipMemsetAsync(flush.ptr, i & 0xff, flush_bytes, stream) == hipSuccess;
       ok = ok && hipEventRecord(ev.start, stream) == hipSuccess;
-      ok = ok && inst->run(p, t, ws.ptr, stream, info_.cus()).ok();
+      ok = ok && inst->run(in_layout(p, inst->spec().layout), t, ws.ptr, stream, info_.cus()).ok();
       ok = ok && hipEventRecord(ev.stop, stream) == hipSuccess && hipEventSynchronize(ev.stop) == hipSuccess;
       float elapsed = 0;
       ok = ok && hipEventElapsedTime(&elapsed, ev.start, ev.stop) == hipSuccess;

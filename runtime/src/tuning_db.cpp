@@ -281,7 +281,7 @@ const Instance* resolve(const Registry& registry, const TuningKey& key, const Tu
     if (why) *why = key.to_string() + ": instance " + entry.instance + " is not in this build; ignored";
     return nullptr;
   }
-  const Problem p = key.problem();
+  const Problem p = in_layout(key.problem(), inst->spec().layout);
   if (Status s = validate(p); !s.ok()) {
     if (why) *why = key.to_string() + ": not a valid problem (" + s.message + "); ignored";
     return nullptr;

@@ -31,6 +31,14 @@ struct Problem {
   std::string to_string() const;  // e.g. "n2 c320 s64x64 g32 f16/f32 cl swish"
 };
 
+// p seen in `layout` where that is the same memory: with a spatial size of 1, channels-first
+// [N, C, 1, ...] and channels-last [N, 1, ..., C] are both [N, C], and an instance of either
+// layout runs the problem. Otherwise p itself.
+Problem in_layout(const Problem& p, Layout layout);
+// p, then p in the other layout where that is the same memory: the problems whose instances
+// can run p.
+std::vector<Problem> layout_views(const Problem& p);
+
 // Device pointers; which ones an op reads and writes:
 //   fwd: x -> y; gamma, beta optional (null: scale 1, shift 0); mean, rstd [N, G] fp32
 //        optional outputs.

@@ -95,7 +95,8 @@ std::vector<std::string_view> measured_rule_targets();
 
 // The instance the rules pick among those of the problem's key that support it (tensors, when
 // given, for alignment); null when none does (nothing built for the key). *rule_why, if
-// given, receives the reason of the rule that chose.
+// given, receives the reason of the rule that chose. A problem of spatial size 1 may get an
+// instance of the other layout, which runs it as in_layout(p, its layout).
 const Instance* heuristic_choice(const Registry&, const DeviceInfo&, const Problem&,
                                  const Tensors* tensors = nullptr, std::string* rule_why = nullptr);
 
