@@ -19,8 +19,12 @@ namespace hipgn {
 
 namespace {
 
-// The problem as `inst` runs it (in_layout: a spatial size of 1 runs in either layout).
-Problem as_run(const Problem& p, const Instance& inst) { return in_layout(p, inst.spec().layout); }
+// The problem as `inst` runs it: p itself where the layouts agree (no copy on the launch path),
+// else p in the instance's layout (in_layout: a spatial size of 1 runs in either), kept in *view.
+const Problem& as_run(const Problem& p, const Instance& inst, Problem* view) {
+  if (inst.spec().layout == p.layout) return p;
+  return *view = in_layout(p, inst.spec().layout);
+}
 
 }  // namespace
 
@@ -148,7 +152,8 @@ const Instance* Dispatcher::choose(const Problem& p, const Tensors* tensors, Sta
     if (!tuned_.empty()) {
       const auto it = tuned_.find(TuningKey::of(p, info_.key()));
       // a tuned instance that cannot take these tensors (misaligned, say) falls through
-      if (it != tuned_.end() && it->second->supports(as_run(p, *it->second), tensors, nullptr, info_.cus()))
+      Problem view;
+      if (it != tuned_.end() && it->second->supports(as_run(p, *it->second, &view), tensors, nullptr, info_.cus()))
         return it->second;
     }
   }
@@ -171,7 +176,8 @@ const Instance* Dispatcher::named(const Problem& p, const std::string& name, con
                                                   "or HIPGN_INSTANCE_FILTER); the build's manifest.json lists those it did");
   }
   std::string reason;
-  if (!inst->supports(as_run(p, *inst), tensors, &reason, info_.cus()))
+  Problem view;
+  if (!inst->supports(as_run(p, *inst, &view), tensors, &reason, info_.cus()))
     return fail(StatusCode::not_supported, name + " does not support " + p.to_string() + ": " + reason);
   return inst;
 }
@@ -183,9 +189,11 @@ Status Dispatcher::workspace_size(const Problem& p, const std::string& instance,
     const Instance* inst = registry().find(instance);
     if (!inst) return Status::error(StatusCode::unknown_instance, "no instance named " + instance + " in this build");
     std::string why;
-    if (!inst->supports(as_run(p, *inst), nullptr, &why, info_.cus()))
+    Problem view;
+    const Problem& q = as_run(p, *inst, &view);
+    if (!inst->supports(q, nullptr, &why, info_.cus()))
       return Status::error(StatusCode::not_supported, instance + " does not support " + p.to_string() + ": " + why);
-    *bytes = inst->workspace_bytes(as_run(p, *inst), info_.cus());
+    *bytes = inst->workspace_bytes(q, info_.cus());
     return Status::success();
   }
   // The largest need of the bucket's supporting instances: whatever choose() returns (tuned,
@@ -244,7 +252,8 @@ Status Dispatcher::run(const Problem& p, const Tensors& t, hipStream_t stream, c
   if (!s.ok()) return s;
   if (!has_device_) return Status::error(StatusCode::no_device, "no GPU: this handle cannot launch");
   void* ws = nullptr;
-  const Problem q = as_run(p, *inst);
+  Problem view;
+  const Problem& q = as_run(p, *inst, &view);
   if (const std::size_t bytes = inst->workspace_bytes(q, info_.cus())) {
     s = workspace_for(stream, bytes, &ws);
     if (!s.ok()) return s;
@@ -262,7 +271,8 @@ Status Dispatcher::run_with_workspace(const Problem& p, const Tensors& t, void* 
     return bad("the workspace is null but its size is " + std::to_string(workspace_bytes) + " bytes");
   // 16 bytes: what a vector access of the workspace may need; any allocator's pointer has it
   if (reinterpret_cast<std::uintptr_t>(workspace) % 16 != 0) return bad("the workspace is not 16-byte aligned");
-  const Problem q = as_run(p, *inst);
+  Problem view;
+  const Problem& q = as_run(p, *inst, &view);
   const std::size_t need = inst->workspace_bytes(q, info_.cus());
   if (need > workspace_bytes)
     return bad(inst->name() + " needs a workspace of " + std::to_string(need) + " bytes for " + p.to_string() + "; " +
@@ -276,7 +286,8 @@ Status Dispatcher::set_tuned(const Problem& p, const std::string& instance, doub
   const Instance* inst = registry().find(instance);
   if (!inst) return Status::error(StatusCode::unknown_instance, "no instance named " + instance + " in this build");
   std::string why;
-  if (!inst->supports(as_run(p, *inst), nullptr, &why, info_.cus()))
+  Problem view;
+  if (!inst->supports(as_run(p, *inst, &view), nullptr, &why, info_.cus()))
     return Status::error(StatusCode::not_supported, instance + " does not support " + p.to_string() + ": " + why);
   const TuningKey key = TuningKey::of(p, info_.key());
   std::lock_guard<std::mutex> lock(mutex_);

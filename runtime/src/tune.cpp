@@ -115,12 +115,13 @@ Status Dispatcher::tune(const Problem& p, hipStream_t stream, TuneResult* out, c
   TuneResult result;
   const Instance* best = nullptr;
   for (const Instance* inst : candidates) {
+    const Problem q = in_layout(p, inst->spec().layout);  // as this instance runs it, made once
     std::vector<float> ms;
     bool ok = true;
     for (int i = 0; ok && i < o.warmup + o.iters; ++i) {
       if (flush.ptr) ok = hipMemsetAsync(flush.ptr, i & 0xff, flush_bytes, stream) == hipSuccess;
       ok = ok && hipEventRecord(ev.start, stream) == hipSuccess;
-      ok = ok && inst->run(in_layout(p, inst->spec().layout), t, ws.ptr, stream, info_.cus()).ok();
+      ok = ok && inst->run(q, t, ws.ptr, stream, info_.cus()).ok();
       ok = ok && hipEventRecord(ev.stop, stream) == hipSuccess && hipEventSynchronize(ev.stop) == hipSuccess;
       float elapsed = 0;
       ok = ok && hipEventElapsedTime(&elapsed, ev.start, ev.stop) == hipSuccess;
