@@ -39,6 +39,9 @@ class FamilyDescriptor:
     layouts: tuple[str, ...] = LAYOUTS.names
     # two passes over x in one cooperative launch (Instance::stream_shape)
     streams: bool = False
+    # runs opt-in uneven groups (Problem::uneven_groups: C % G != 0, the last group wider); its
+    # kernels take each group's size from GroupView (common.hpp: UnevenGroups)
+    uneven_groups: bool = False
 
 
 DESCRIPTORS = {d.name: d for d in (
@@ -47,7 +50,7 @@ DESCRIPTORS = {d.name: d for d in (
                      why="the tightest fit leaves the fewest threads idle"),
     FamilyDescriptor("looped", OPS.names, holds_group=False, splits_group=False, persistent=False,
                      generic_vector=1, chunk_order=+1,
-                     why="more loads in flight per workgroup hide more latency"),
+                     why="more loads in flight per workgroup hide more latency", uneven_groups=True),
     FamilyDescriptor("split", OPS.names, holds_group=False, splits_group=True, persistent=False,
                      generic_vector=None, chunk_order=-1,
                      why="the smallest slices, so the most workgroups in flight"),

@@ -145,8 +145,13 @@ int main(int argc, char** argv) {
   const std::vector<const Instance*>& candidates = sel.candidates;
   const Instance* const chosen = sel.chosen;
 
-  std::printf("problem:   %s (%lld elements, %lld groups of %lld)\n", p.to_string().c_str(), (long long)p.elements(),
-              (long long)p.num_groups(), (long long)p.group_elements());
+  if (p.uneven())
+    std::printf("problem:   %s (%lld elements, %lld groups of %lld, the last of each sample %lld)\n",
+                p.to_string().c_str(), (long long)p.elements(), (long long)p.num_groups(), (long long)p.group_elements(),
+                (long long)(p.last_group_channels() * p.spatial_size()));
+  else
+    std::printf("problem:   %s (%lld elements, %lld groups of %lld)\n", p.to_string().c_str(),
+                (long long)p.elements(), (long long)p.num_groups(), (long long)p.group_elements());
   const DeviceInfo& dev = handle->device();
   if (gpu)
     std::printf("device:    %s (%s), %d compute units, %lld MB L2, %lld KB shared memory a workgroup; rules: %s's\n",

@@ -157,7 +157,10 @@ int parse_command_line(int argc, const char* const* argv, Options* out) {
   add_strict(app, "-c,--channels", "--channels", "C, at least 1", "INT", "320", size(&p.c));
   add_strict(app, "-s,--spatial", "--spatial", "spatial sizes, each at least 1: 64,64 or 8x64x64 (empty: none)",
              "DIMS", "64,64", [&p](const std::string& t, std::string* why) { return parse_dims(t, &p.spatial, why); });
-  add_strict(app, "-g,--groups", "--groups", "G, at least 1, dividing C", "INT", "32", size(&p.groups));
+  add_strict(app, "-g,--groups", "--groups", "G, at least 1, dividing C (or not, with --uneven-groups)", "INT", "32",
+             size(&p.groups));
+  app.add_flag("--uneven-groups", p.uneven_groups,
+               "let G leave a remainder of C: groups of C/G channels (floored), the last one the rest (Caffe2's)");
   app.add_option("--dtype", dtype, "x/y dtype: " + described<DataType>())
       ->check(CLI::IsMember(choices<DataType>()))
       ->capture_default_str();

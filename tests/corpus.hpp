@@ -1,6 +1,6 @@
 // Problems the tests run: odd shapes on purpose (prime spatial sizes, C/G of 1, 3, 30 and
 // 160, vector tails, G = 1 and G = C, 3-D spatial, far fewer and far more groups than compute
-// units), and a random corpus for dispatch coverage.
+// units, uneven groups), and a random corpus for dispatch coverage.
 #pragma once
 
 #include <random>
@@ -39,6 +39,15 @@ inline const std::vector<Shape>& shape_corpus() {
       {1, 4, {40009}, 2},         // prime spatial: peeled pieces
       {2, 2, {256, 160}, 1},      // aligned pieces
       {1, 2, {200, 200}, 1},      // the same, run one element off the 16-byte boundary (i % 3 == 0)
+      // uneven groups (Problem::uneven_groups, which make_problem sets where G does not divide
+      // C): groups of C/G channels, floored, and a wider last group
+      {2, 10, {7, 3}, 3},         // 3, 3 and 4 channels
+      {1, 5, {13}, 3},            // 1, 1 and 3: groups of one channel beside a wider one
+      {2, 64, {8, 8}, 5},         // 12 x 4 and 16: channels-last vectors of 4 in every group
+      {2, 322, {5, 7}, 32},       // SD's C/G = 10 with a last group of 12
+      {3, 40, {}, 6},             // no spatial dimensions: 6 x 5 and 10
+      {1, 36, {2, 3, 5}, 5},      // 3-D spatial: 7 x 4 and 8
+      {1, 9, {100, 101}, 2},      // 4 and 5 channels of 10100 positions: long, unaligned rows
   };
   return shapes;
 }
@@ -49,6 +58,7 @@ inline Problem make_problem(const Shape& s, DataType x, DataType gamma, Layout l
   p.c = s.c;
   p.spatial = s.spatial;
   p.groups = s.groups;
+  p.uneven_groups = s.groups > 0 && s.c % s.groups != 0;
   p.x_dtype = x;
   p.gamma_dtype = gamma;
   p.layout = layout;

@@ -8,6 +8,7 @@
 
 #include "corpus.hpp"
 #include "gpu.hpp"
+#include "hipgn/family.hpp"
 #include "hipgn/hipgn.h"
 
 namespace hipgn::test {
@@ -50,6 +51,15 @@ TEST(CApi, ChoosesAndReportsErrors) {
   p.groups = 7;
   EXPECT_EQ(hipgn_choose_instance(h, &p, &name), HIPGN_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(std::strstr(hipgn_last_error(), "not divisible by G = 7"), nullptr) << hipgn_last_error();
+  // asked for, uneven groups are a valid problem, run by a generic instance
+  p.uneven_groups = 1;
+  if (!Registry::global().bucket({Op::fwd, DataType::f16, DataType::f16, Layout::channels_last, Activation::swish}).empty()) {
+    ASSERT_EQ(hipgn_choose_instance(h, &p, &name), HIPGN_STATUS_SUCCESS) << hipgn_last_error();
+    EXPECT_TRUE(describe(Registry::global().find(name)->spec().family).uneven_groups) << name;
+  }
+  p.groups = p.c + 1;
+  EXPECT_EQ(hipgn_choose_instance(h, &p, &name), HIPGN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(hipgn_last_error(), "exceeds C"), nullptr) << hipgn_last_error();
   p = sd15(HIPGN_CHANNELS_LAST);
   p.spatial_rank = 9;
   EXPECT_EQ(hipgn_groupnorm_fwd(h, &p, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr),

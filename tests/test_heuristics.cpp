@@ -8,6 +8,7 @@
 
 #include "corpus.hpp"
 #include "hipgn/dispatcher.hpp"
+#include "hipgn/family.hpp"
 #include <cmath>
 
 namespace hipgn::test {
@@ -33,6 +34,10 @@ TEST(Heuristics, RandomCorpusAlwaysGetsASupportingInstance) {
     p.groups = pick(1, 2, 3, 4, 7, 8, 16, 32, 64);
     p.c = p.groups * pick(1, 2, 3, 4, 5, 8, 10, 16, 30, 40, 64, 160);
     p.n = pick(1, 2, 3, 8, 32);
+    if (p.groups > 1 && rng() % 8 == 0) {  // uneven groups: the last group wider
+      p.c += std::int64_t(rng() % std::uint64_t(p.groups - 1)) + 1;
+      p.uneven_groups = true;
+    }
     const int rank = int(rng() % 4);
     for (int r = 0; r < rank; ++r) p.spatial.push_back(pick(1, 2, 3, 7, 8, 13, 16, 31, 64, 97, 128));
     // random alignment: one element off, or 16-byte aligned
@@ -121,6 +126,42 @@ TEST(Heuristics, SmallForwardsTakeAWorkgroupPerGroup) {
 // channels-last rules where they are built: hw1_512 (8x512, G = 32, 16-element groups) to the
 // channels-last onchip family (2.7 us against the channels-first looped family's 3.3). With
 // spatial sizes above 1, or without channels-last instances, the layout stays.
+// Uneven groups (Problem::uneven_groups) go to a family that runs them, for every key and
+// shape; every other family's instances decline, saying why (the reason dispatch and an
+// explicit choice report).
+TEST(Heuristics, UnevenGroupsGoToFamiliesThatRunThem) {
+  int chosen = 0, refused = 0;
+  for (const Key& key : Registry::global().keys())
+    for (const Shape& s : {Shape{2, 322, {64, 64}, 32}, Shape{2, 10, {7, 3}, 3}, Shape{8, 1283, {}, 32},
+                           Shape{1, 36, {2, 3, 5}, 5}, Shape{4, 960, {16, 16}, 31}}) {
+      Problem p = make_problem(s, key.x_dtype, key.gamma_dtype, key.layout, key.act);
+      p.op = key.op;
+      ASSERT_TRUE(p.uneven_groups && p.uneven()) << p.to_string();
+      ASSERT_TRUE(validate(p).ok()) << validate(p).message;
+      const Instance* inst = heuristic_choice(Registry::global(), kH100, p);
+      ASSERT_NE(inst, nullptr) << p.to_string();
+      EXPECT_TRUE(describe(inst->spec().family).uneven_groups) << inst->name() << " for " << p.to_string();
+      ++chosen;
+      for (const Instance* i : Registry::global().bucket(key)) {
+        if (describe(i->spec().family).uneven_groups) continue;
+        std::string why;
+        EXPECT_FALSE(i->supports(p, nullptr, &why)) << i->name();
+        EXPECT_NE(why.find("does not run uneven groups"), std::string::npos) << i->name() << ": " << why;
+        ++refused;
+      }
+    }
+  EXPECT_GT(chosen, 0);
+  EXPECT_GT(refused, 0);
+  // the same sizes with the groups even again run anywhere: the flag alone changes nothing
+  Problem even = make_problem({2, 320, {64, 64}, 32}, DataType::f16, DataType::f16, Layout::channels_last,
+                              Activation::swish);
+  even.uneven_groups = true;
+  EXPECT_FALSE(even.uneven());
+  const Instance* a = heuristic_choice(Registry::global(), kH100, even);
+  even.uneven_groups = false;
+  EXPECT_EQ(a, heuristic_choice(Registry::global(), kH100, even));
+}
+
 TEST(Heuristics, SpatialSizeOneRunsAsChannelsLast) {
   const Shape hw1{8, 512, {1}, 32};
   if (!reaches(Family::onchip, hw1, Layout::channels_last)) GTEST_SKIP() << "no channels-last onchip instance";

@@ -29,7 +29,11 @@ REFUSALS = {
     "batch_zero": (["-n", "0"], "--batch: '0' is out of range (1 to 9223372036854775807)"),
     "channels_not_an_integer": (["-c", "32x"], "--channels: '32x' is not an integer"),
     "groups_negative": (["-g", "-4"], "--groups: '-4' is out of range (1 to 9223372036854775807)"),
-    "groups_do_not_divide_channels": (["-g", "30"], "invalid problem: C = 320 is not divisible by G = 30"),
+    "groups_do_not_divide_channels": (["-g", "30"], "invalid problem: C = 320 is not divisible by G = 30 (uneven "
+                                                    "groups are opt-in: the problem's uneven_groups)"),
+    "uneven_groups_past_channels": (["--uneven-groups", "-c", "4", "-g", "5"],
+                                    "invalid problem: G = 5 exceeds C = 4: with uneven groups each group still "
+                                    "needs a channel"),
     "iters_zero": (["--iters", "0"], "--iters: '0' is out of range (1 to 1000000)"),
     "warmup_fraction": (["--warmup", "2.5"], "--warmup: '2.5' is not an integer"),
     "eps_zero": (["--eps", "0"], "--eps: '0' must be greater than 0"),
@@ -131,6 +135,19 @@ def listing_names_the_assumed_device(profiler, manifest):
     return problems
 
 
+def uneven_groups_listed(profiler, manifest):
+    """--uneven-groups takes G = 30 for C = 320 (groups of 10, the last of 30): the problem line
+    says so and the heuristic names an instance."""
+    rc, out, err = run(profiler, ["--uneven-groups", "-g", "30", "--list"])
+    problems = [] if rc == 0 else [f"exit status {rc}: {err!r}"]
+    line = [l for l in out.splitlines() if l.startswith("problem:")]
+    if len(line) != 1 or "g30 (uneven)" not in line[0] or "the last of each sample 122880" not in line[0]:
+        problems.append(f"the problem line does not describe the uneven groups: {line!r}")
+    if "heuristic: gn_" not in out:
+        problems.append(f"no heuristic choice: {out!r}")
+    return problems
+
+
 def help_lists_exit_codes(profiler, manifest):
     rc, out, err = run(profiler, ["--help"])
     problems = [] if rc == 0 else [f"--help exit status {rc}"]
@@ -156,6 +173,7 @@ CHECKS = {
     "groups_past_grid_limit": groups_past_grid_limit,
     "listing_names_the_assumed_device": listing_names_the_assumed_device,
     "help_lists_exit_codes": help_lists_exit_codes,
+    "uneven_groups_listed": uneven_groups_listed,
     "csv_not_written_with_list": csv_not_written_without_gpu,
 }
 

@@ -46,9 +46,11 @@ TEST(Reference, MatchesIndependentFormula) {
       const std::int64_t hw = p.spatial_size(), cg = p.c / p.groups;
       for (std::int64_t n = 0; n < p.n; ++n)
         for (std::int64_t grp = 0; grp < p.groups; ++grp) {
+          // Caffe2's uneven groups: the last group takes the channels the others leave
+          const std::int64_t end = grp == p.groups - 1 ? p.c : (grp + 1) * cg;
           std::vector<double> vals;
           for (std::int64_t s2 = hw - 1; s2 >= 0; --s2)
-            for (std::int64_t c = grp * cg; c < (grp + 1) * cg; ++c) {
+            for (std::int64_t c = end - 1; c >= grp * cg; --c) {
               const std::int64_t i = layout == Layout::channels_first ? (n * p.c + c) * hw + s2 : (n * hw + s2) * p.c + c;
               vals.push_back(x[std::size_t(i)]);
             }
@@ -57,7 +59,8 @@ TEST(Reference, MatchesIndependentFormula) {
           for (double a : vals) v += (a - m) * (a - m) / double(vals.size());
           ASSERT_NEAR(mean[std::size_t(n * p.groups + grp)], m, 1e-12);
           ASSERT_NEAR(rstd[std::size_t(n * p.groups + grp)], 1 / std::sqrt(v + double(p.eps)), 1e-9);
-          const std::int64_t c = grp * cg, s2 = hw / 2;
+          ASSERT_EQ(vals.size(), std::size_t((end - grp * cg) * hw));
+          const std::int64_t c = end - 1, s2 = hw / 2;
           const std::int64_t i = layout == Layout::channels_first ? (n * p.c + c) * hw + s2 : (n * hw + s2) * p.c + c;
           const double z = g[std::size_t(c)] * (x[std::size_t(i)] - m) / std::sqrt(v + double(p.eps)) + b[std::size_t(c)];
           ASSERT_NEAR(y[std::size_t(i)], z / (1 + std::exp(-1.5 * z)), 1e-10);
@@ -71,7 +74,7 @@ TEST(Reference, MatchesIndependentFormula) {
 TEST(Reference, BackwardMatchesFiniteDifferences) {
   std::mt19937 rng(test_seed());
   std::uniform_real_distribution<double> u(-1, 1);
-  for (const Shape& s : {Shape{2, 6, {5}, 2}, Shape{1, 4, {3, 2}, 1}, Shape{2, 3, {4}, 3}})
+  for (const Shape& s : {Shape{2, 6, {5}, 2}, Shape{1, 4, {3, 2}, 1}, Shape{2, 3, {4}, 3}, Shape{2, 5, {3}, 2}})
     for (Layout layout : {Layout::channels_first, Layout::channels_last})
       for (Activation act : {Activation::none, Activation::swish}) {
         Problem p = make_problem(s, DataType::f32, DataType::f32, layout, act);

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "corpus.hpp"
+#include "hipgn/family.hpp"
 #include "gpu.hpp"
 #include "hipgn/hipgn.h"
 #include "hipgn/dispatcher.hpp"
@@ -247,11 +248,23 @@ TEST(TuningDb, ResolveChecksTheRegistry) {
     EXPECT_NE(why.find("does not support"), std::string::npos) << why;
     EXPECT_NE(why.find("on chip"), std::string::npos) << why;
   }
-  // sizes an entry can carry that validate() rejects: C not divisible by G
+  // sizes an entry can carry that validate() rejects: more groups than channels (C % G != 0
+  // alone is an uneven-groups problem's entry, resolved below)
   Problem invalid = small;
-  invalid.groups = 7;
+  invalid.groups = invalid.c + 1;
   EXPECT_EQ(resolve(Registry::global(), TuningKey::of(invalid, kDev), {b.generic->name(), 1}, &why), nullptr);
   EXPECT_NE(why.find("not a valid problem"), std::string::npos) << why;
+  // an uneven-groups problem's entry resolves to an instance of a family that runs them only
+  Problem uneven = small;
+  uneven.groups = 7;
+  uneven.uneven_groups = true;
+  if (describe(b.generic->spec().family).uneven_groups)
+    EXPECT_EQ(resolve(Registry::global(), TuningKey::of(uneven, kDev), {b.generic->name(), 1}, &why), b.generic)
+        << why;
+  if (b.onchip) {
+    EXPECT_EQ(resolve(Registry::global(), TuningKey::of(uneven, kDev), {b.onchip->name(), 1}, &why), nullptr);
+    EXPECT_NE(why.find("uneven groups"), std::string::npos) << why;
+  }
 }
 
 // The instance a handle's automatic choice picks for p without tuning.

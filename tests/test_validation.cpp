@@ -28,6 +28,9 @@ struct BadCase {
 const std::vector<BadCase>& bad_cases() {
   static const std::vector<BadCase> cases = {
       {"CNotDivisibleByG", [](Problem& p, Tensors&) { p.groups = 30; }, "C = 64 is not divisible by G = 30"},
+      {"UnevenGroupsNotAskedFor", [](Problem& p, Tensors&) { p.groups = 5; }, "uneven groups are opt-in"},
+      {"UnevenGroupsMoreThanChannels", [](Problem& p, Tensors&) { p.uneven_groups = true, p.groups = 65; },
+       "G = 65 exceeds C = 64"},
       {"ZeroGroups", [](Problem& p, Tensors&) { p.groups = 0; }, "G = 0"},
       {"NegativeGroups", [](Problem& p, Tensors&) { p.groups = -2; }, "G = -2"},
       {"ZeroBatch", [](Problem& p, Tensors&) { p.n = 0; }, "N = 0"},

@@ -6,7 +6,7 @@
 #include "hipgn/dispatcher.hpp"
 #include "hipgn/op.hpp"
 
-static_assert(sizeof(hipgn_problem_t) == 128, "hipgn_problem_t's layout is part of the ABI (FFI bindings mirror it)");
+static_assert(sizeof(hipgn_problem_t) == 136, "hipgn_problem_t's layout is part of the ABI (FFI bindings mirror it)");
 
 struct hipgn_handle_s {
   std::unique_ptr<hipgn::Handle> handle;
@@ -44,6 +44,7 @@ bool to_problem(const hipgn_problem_t* in, hipgn::Problem* out) {
   out->act = static_cast<hipgn::Activation>(in->act);
   out->eps = in->eps;
   out->swish_beta = in->swish_beta;
+  out->uneven_groups = in->uneven_groups != 0;
   return true;
 }
 

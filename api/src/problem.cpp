@@ -33,7 +33,7 @@ std::string Problem::to_string() const {
   o << hipgn::to_string(op) << " n" << n << " c" << c << " s";
   for (std::size_t i = 0; i < spatial.size(); ++i) o << (i ? "x" : "") << spatial[i];
   if (spatial.empty()) o << "1";
-  o << " g" << groups << " " << hipgn::to_string(x_dtype) << "/" << hipgn::to_string(gamma_dtype) << " "
+  o << " g" << groups << (uneven() ? " (uneven)" : "") << " " << hipgn::to_string(x_dtype) << "/" << hipgn::to_string(gamma_dtype) << " "
     << hipgn::to_string(layout) << " " << hipgn::to_string(act);
   if (act == Activation::swish) o << "(" << swish_beta << ")";
   o << " eps" << eps;
@@ -51,8 +51,12 @@ Status validate(const Problem& p) {
     if (p.spatial[i] < 1)
       return bad("spatial dimension " + std::to_string(i) + " = " + std::to_string(p.spatial[i]) + ": empty dimension");
   if (p.groups < 1) return bad("G = " + std::to_string(p.groups) + ": the number of groups must be at least 1");
-  if (p.c % p.groups != 0)
-    return bad("C = " + std::to_string(p.c) + " is not divisible by G = " + std::to_string(p.groups));
+  if (p.c % p.groups != 0 && !p.uneven_groups)
+    return bad("C = " + std::to_string(p.c) + " is not divisible by G = " + std::to_string(p.groups) +
+               " (uneven groups are opt-in: the problem's uneven_groups)");
+  if (p.uneven_groups && p.groups > p.c)
+    return bad("G = " + std::to_string(p.groups) + " exceeds C = " + std::to_string(p.c) +
+               ": with uneven groups each group still needs a channel");
   // the element count must fit in 64 bits (every dimension is >= 1 here)
   std::int64_t total = p.n;
   std::vector<std::int64_t> dims{p.c};

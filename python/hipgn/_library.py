@@ -11,7 +11,7 @@ import warnings
 from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 # hipgn.h's HIPGN_API_VERSION that these bindings mirror; a library of another version is refused.
-API_VERSION = 3
+API_VERSION = 4
 MAX_SPATIAL_RANK = 8  # HIPGN_MAX_SPATIAL_RANK
 
 # The C enums, by the short names instance names use (runtime/src/types.cpp spells the same).
@@ -40,14 +40,15 @@ class HipgnError(RuntimeError):
 
 
 class Problem(ctypes.Structure):
-    """hipgn_problem_t (hipgn.h); its size is checked against the library's ABI (128 bytes)."""
+    """hipgn_problem_t (hipgn.h); its size is checked against the library's ABI (136 bytes)."""
     _fields_ = [("op", ctypes.c_int), ("n", ctypes.c_int64), ("c", ctypes.c_int64), ("groups", ctypes.c_int64),
                 ("spatial_rank", ctypes.c_int32), ("spatial", ctypes.c_int64 * MAX_SPATIAL_RANK),
                 ("x_dtype", ctypes.c_int), ("gamma_dtype", ctypes.c_int), ("layout", ctypes.c_int),
-                ("act", ctypes.c_int), ("eps", ctypes.c_float), ("swish_beta", ctypes.c_float)]
+                ("act", ctypes.c_int), ("eps", ctypes.c_float), ("swish_beta", ctypes.c_float),
+                ("uneven_groups", ctypes.c_int32)]
 
 
-assert ctypes.sizeof(Problem) == 128, "hipgn_problem_t is 128 bytes (c_api.cpp asserts the same)"
+assert ctypes.sizeof(Problem) == 136, "hipgn_problem_t is 136 bytes (c_api.cpp asserts the same)"
 
 
 def _named(table: Dict[str, int], what: str, value: str) -> int:
@@ -58,16 +59,17 @@ def _named(table: Dict[str, int], what: str, value: str) -> int:
 
 def make_problem(op: str, n: int, c: int, spatial: Sequence[int], groups: int, x_dtype: str,
                  gamma_dtype: Optional[str] = None, layout: str = "cf", act: str = "none", eps: float = 1e-5,
-                 swish_beta: float = 1.0) -> Problem:
+                 swish_beta: float = 1.0, uneven_groups: bool = False) -> Problem:
     """A hipgn_problem_t from short names ("fwd", "f16", "cl", "swish", ...); gamma_dtype defaults
-    to x_dtype. Sizes are checked by the library when the problem is used."""
+    to x_dtype; uneven_groups opts in to C % G != 0 (hipgn.h). Sizes are checked by the library
+    when the problem is used."""
     if len(spatial) > MAX_SPATIAL_RANK:
         raise ValueError(f"{len(spatial)} spatial dimensions: hipgn takes at most {MAX_SPATIAL_RANK}")
     p = Problem(op=_named(OPS, "op", op), n=n, c=c, groups=groups, spatial_rank=len(spatial),
                 x_dtype=_named(DTYPES, "dtype", x_dtype),
                 gamma_dtype=_named(DTYPES, "gamma dtype", gamma_dtype or x_dtype),
                 layout=_named(LAYOUTS, "layout", layout), act=_named(ACTIVATIONS, "activation", act), eps=eps,
-                swish_beta=swish_beta)
+                swish_beta=swish_beta, uneven_groups=int(uneven_groups))
     for i, d in enumerate(spatial):
         p.spatial[i] = d
     return p
@@ -99,8 +101,9 @@ class ProblemKey(NamedTuple):
                    {v: k for k, v in ACTIVATIONS.items()}[problem.act], arch, compute_units)
 
     def problem(self, eps: float = 1e-5, swish_beta: float = 1.0) -> Problem:
+        # a key's C % G != 0 is an uneven-groups problem's: no other kind is valid
         return make_problem(self.op, self.n, self.c, self.spatial, self.groups, self.x_dtype, self.gamma_dtype,
-                            self.layout, self.act, eps, swish_beta)
+                            self.layout, self.act, eps, swish_beta, uneven_groups=self.c % self.groups != 0)
 
     def __str__(self) -> str:
         s = "x".join(map(str, self.spatial)) or "1"

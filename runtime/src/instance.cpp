@@ -175,6 +175,9 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
   if (!(family.layouts & (1u << int(p.layout))))
     return no("the " + std::string(layout_words(p.layout)) + std::string(to_string(spec_.family)) +
               " family is not written");
+  if (p.uneven() && !family.uneven_groups)
+    return no("the " + std::string(to_string(spec_.family)) + " family does not run uneven groups (C = " +
+              std::to_string(p.c) + " is not a multiple of G = " + std::to_string(p.groups) + ")");
   if (family.persistent) return supports_resident(p, t, no, compute_units);
   if (family.streams) return supports_stream(p, t, no, compute_units);
   if (p.num_groups() > INT_MAX) return no("N*G exceeds the grid's 2^31-1 workgroups");
@@ -191,6 +194,9 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
     if (cols(p) % v != 0)
       return no((p.layout == Layout::channels_first ? "spatial size " : "C/G ") + std::to_string(cols(p)) +
                 " is not a multiple of the vector " + std::to_string(v));
+    if (p.layout == Layout::channels_last && p.last_group_channels() % v != 0)
+      return no("the last group's " + std::to_string(p.last_group_channels()) +
+                " channels are not a multiple of the vector " + std::to_string(v));
     if (std::string m = misaligned(p, t, v); !m.empty()) return no(std::move(m));
   }
   if (family.holds_group && p.group_elements() > spec_.chunk_elements())
@@ -365,6 +371,12 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
   k.vectors = cg * hw / spec_.vector;  // peeled (span): at least the body's vectors
   k.vectors_per_row = FastDivmod::make(std::uint64_t(std::max<std::int64_t>(1, cols(p) / spec_.vector)));
   k.group_elements = p.group_elements();
+  // the last group of a sample: wider where the groups are uneven (common.hpp: UnevenGroups)
+  const std::int64_t last = p.last_group_channels();
+  k.last_channels = last;
+  k.last_vectors = last * hw / spec_.vector;
+  k.last_vectors_per_row = cf ? k.vectors_per_row : FastDivmod::make(std::uint64_t(std::max<std::int64_t>(1, last / spec_.vector)));
+  k.last_group_elements = last * hw;
   k.spatial_size = hw;
   k.spatial = FastDivmod::make(std::uint64_t(hw));
   k.phase = phase_of(p, t, spec_.vector);

@@ -13,18 +13,28 @@ std::int64_t element_offset(const Problem& p, std::int64_t n, std::int64_t c, st
   return p.layout == Layout::channels_first ? (n * p.c + c) * hw + s : (n * hw + s) * p.c + c;
 }
 
+namespace {
+// The channels [first, end) of group g (the last group of uneven groups takes the rest).
+struct GroupChannels {
+  std::int64_t first, end;
+  GroupChannels(const Problem& p, std::int64_t g)
+      : first(g * p.channels_per_group()), end(g == p.groups - 1 ? p.c : (g + 1) * p.channels_per_group()) {}
+};
+}  // namespace
+
 void reference_fwd(const Problem& p, const double* x, const double* gamma, const double* beta, double* y,
                    double* mean, double* rstd) {
-  const std::int64_t hw = p.spatial_size(), cg = p.channels_per_group();
+  const std::int64_t hw = p.spatial_size();
   for (std::int64_t n = 0; n < p.n; ++n) {
     for (std::int64_t g = 0; g < p.groups; ++g) {
+      const GroupChannels ch(p, g);
       // two passes in float64: the mean, then the mean squared deviation (biased variance)
       double sum = 0;
-      for (std::int64_t c = g * cg; c < (g + 1) * cg; ++c)
+      for (std::int64_t c = ch.first; c < ch.end; ++c)
         for (std::int64_t s = 0; s < hw; ++s) sum += x[element_offset(p, n, c, s)];
-      const double count = double(cg * hw), m = sum / count;
+      const double count = double((ch.end - ch.first) * hw), m = sum / count;
       double sq = 0;
-      for (std::int64_t c = g * cg; c < (g + 1) * cg; ++c)
+      for (std::int64_t c = ch.first; c < ch.end; ++c)
         for (std::int64_t s = 0; s < hw; ++s) {
           const double d = x[element_offset(p, n, c, s)] - m;
           sq += d * d;
@@ -32,7 +42,7 @@ void reference_fwd(const Problem& p, const double* x, const double* gamma, const
       const double r = 1.0 / std::sqrt(sq / count + double(p.eps));
       if (mean) mean[n * p.groups + g] = m;
       if (rstd) rstd[n * p.groups + g] = r;
-      for (std::int64_t c = g * cg; c < (g + 1) * cg; ++c) {
+      for (std::int64_t c = ch.first; c < ch.end; ++c) {
         const double ga = gamma ? gamma[c] : 1.0, be = beta ? beta[c] : 0.0;
         for (std::int64_t s = 0; s < hw; ++s) {
           const std::int64_t i = element_offset(p, n, c, s);
@@ -47,7 +57,7 @@ void reference_fwd(const Problem& p, const double* x, const double* gamma, const
 
 void reference_bwd(const Problem& p, const double* x, const double* dy, const double* gamma, const double* beta,
                    double* dx, double* dgamma, double* dbeta, double* dgamma_abs, double* dbeta_abs) {
-  const std::int64_t hw = p.spatial_size(), cg = p.channels_per_group();
+  const std::int64_t hw = p.spatial_size();
   std::vector<double> mean(std::size_t(p.num_groups())), rstd(mean.size());
   Problem fp = p;
   fp.act = Activation::none;
@@ -55,12 +65,14 @@ void reference_bwd(const Problem& p, const double* x, const double* dy, const do
   reference_fwd(fp, x, nullptr, nullptr, y.data(), mean.data(), rstd.data());  // y = xhat
   for (double* out : {dgamma, dbeta, dgamma_abs, dbeta_abs})
     if (out) std::fill(out, out + p.c, 0.0);
-  const double count = double(cg * hw), s = double(p.swish_beta);
-  std::vector<double> dyp(std::size_t(cg * hw));
+  const double s = double(p.swish_beta);
+  std::vector<double> dyp(std::size_t(p.last_group_channels() * hw));  // the widest group
   for (std::int64_t n = 0; n < p.n; ++n) {
     for (std::int64_t g = 0; g < p.groups; ++g) {
+      const GroupChannels ch(p, g);
+      const double count = double((ch.end - ch.first) * hw);
       double a = 0, b = 0;
-      for (std::int64_t c = g * cg, k = 0; c < (g + 1) * cg; ++c) {
+      for (std::int64_t c = ch.first, k = 0; c < ch.end; ++c) {
         const double ga = gamma ? gamma[c] : 1.0, be = beta ? beta[c] : 0.0;
         for (std::int64_t sp = 0; sp < hw; ++sp, ++k) {
           const std::int64_t i = element_offset(p, n, c, sp);
@@ -81,7 +93,7 @@ void reference_bwd(const Problem& p, const double* x, const double* dy, const do
       }
       if (!dx) continue;
       const double r = rstd[std::size_t(n * p.groups + g)];
-      for (std::int64_t c = g * cg, k = 0; c < (g + 1) * cg; ++c) {
+      for (std::int64_t c = ch.first, k = 0; c < ch.end; ++c) {
         const double ga = gamma ? gamma[c] : 1.0;
         for (std::int64_t sp = 0; sp < hw; ++sp, ++k) {
           const std::int64_t i = element_offset(p, n, c, sp);

@@ -47,6 +47,8 @@ Problem TuningKey::problem() const {
   p.gamma_dtype = gamma_dtype;
   p.layout = layout;
   p.act = act;
+  // C % G != 0 is valid only for an uneven-groups problem, so the key needs no field of its own
+  p.uneven_groups = groups > 0 && c % groups != 0;
   return p;
 }
 

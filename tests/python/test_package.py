@@ -119,6 +119,8 @@ class Problems(unittest.TestCase):
         self.assertEqual((p.x_dtype, p.gamma_dtype, p.layout, p.act), (1, 0, 1, 1))
         self.assertAlmostEqual(p.swish_beta, 1.5)
         self.assertEqual(hipgn.make_problem("fwd", 1, 8, (), 2, "bf16").gamma_dtype, 2)
+        self.assertEqual(hipgn.make_problem("fwd", 1, 10, (4,), 3, "f32").uneven_groups, 0)
+        self.assertEqual(hipgn.make_problem("fwd", 1, 10, (4,), 3, "f32", uneven_groups=True).uneven_groups, 1)
         for bad in (dict(op="forward"), dict(x_dtype="f64"), dict(layout="nhwc"), dict(act="gelu"),
                     dict(spatial=(1,) * 9)):
             args = dict(op="fwd", n=1, c=8, spatial=(4,), groups=2, x_dtype="f32")
@@ -137,6 +139,10 @@ class Problems(unittest.TestCase):
         self.assertEqual(hipgn.ProblemKey.of(q, "sm_90", 132), key)
         # one arch, another part: another key (an H100 PCIe has 114 SMs)
         self.assertNotEqual(hipgn.ProblemKey.of(p, "sm_90", 114), key)
+        # C % G != 0 is only valid as uneven groups: the key's problem asks for them
+        uneven = hipgn.ProblemKey("fwd", 2, 322, (64, 64), 32, "f16", "f16", "cl", "swish", "sm_90", 132)
+        self.assertEqual(uneven.problem().uneven_groups, 1)
+        self.assertEqual(key.problem().uneven_groups, 0)
 
 
 class Library(unittest.TestCase):
@@ -181,6 +187,13 @@ class Library(unittest.TestCase):
         with self.assertRaises(hipgn.HipgnError) as cm:
             self.handle.choose(bad)
         self.assertIn("not divisible by G = 7", str(cm.exception))
+        # asked for, uneven groups are valid: the handle chooses an instance for them
+        bad.uneven_groups = 1
+        self.assertIn(self.handle.choose(bad), self.lib.instance_names())
+        bad.groups = 65
+        with self.assertRaises(hipgn.HipgnError) as cm:
+            self.handle.choose(bad)
+        self.assertIn("G = 65 exceeds C = 64", str(cm.exception))
 
     def test_tuning_database_round_trip(self):
         key = self.some_key("fwd")

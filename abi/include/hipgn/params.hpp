@@ -119,6 +119,13 @@ struct Params {
   std::int64_t row_stride;         // a group is rows x cols; channels-first: spatial, last: C
   std::int64_t vectors;            // vectors in one group: rows * cols / vector
   FastDivmod vectors_per_row;      // cols / vector
+  // Uneven groups (Problem::uneven_groups; the families whose kernels take UnevenGroups<Traits>,
+  // common.hpp): the last group of a sample's channels, vectors, vectors a row and elements;
+  // the other groups' values (channels_per_group, vectors, ...) where the groups are even
+  std::int64_t last_channels;
+  std::int64_t last_vectors;
+  FastDivmod last_vectors_per_row;
+  std::int64_t last_group_elements;
   std::int32_t num_groups;         // N * G: the grid's x (families with a grid of groups)
   std::int32_t slices;             // split: workgroups per group; resident: slices per unit
   float eps;

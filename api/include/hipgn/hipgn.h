@@ -16,8 +16,9 @@ extern "C" {
 /* The version of this C API: hipgn_api_version() of the library loaded at run time must equal
  * the HIPGN_API_VERSION a caller was written against (FFI bindings check it). 2: caller
  * workspaces, the workspace query, tuning and the tuning database. 3: the device's target
- * (hipgn_device_arch, hipgn_device_compute_units), which tuning database entries are keyed by. */
-#define HIPGN_API_VERSION 3
+ * (hipgn_device_arch, hipgn_device_compute_units), which tuning database entries are keyed by.
+ * 4: hipgn_problem_t.uneven_groups. */
+#define HIPGN_API_VERSION 4
 
 typedef enum {
   HIPGN_STATUS_SUCCESS = 0,
@@ -41,6 +42,10 @@ typedef struct {
   hipgn_layout_t layout;
   hipgn_activation_t act;
   float eps, swish_beta;
+  /* nonzero: C need not divide by groups (Caffe2's uneven groups): groups 0..G-2 take C/G
+   * channels (floored) and the last one the rest, so groups <= c; mean and rstd stay [N, G].
+   * Only the generic instances run such problems. 0: C % groups != 0 is an error. */
+  int32_t uneven_groups;
 } hipgn_problem_t;
 
 typedef struct hipgn_handle_s* hipgn_handle_t;

@@ -15,20 +15,27 @@ struct Problem {
   std::int64_t n = 0;                 // batch
   std::int64_t c = 0;                 // channels
   std::vector<std::int64_t> spatial;  // any rank; empty means one position
-  std::int64_t groups = 0;            // G, divides c
+  std::int64_t groups = 0;            // G, divides c unless uneven_groups
   DataType x_dtype = DataType::f32;   // x and y
   DataType gamma_dtype = DataType::f32;  // gamma and beta: x_dtype or f32
   Layout layout = Layout::channels_first;
   Activation act = Activation::none;
   float eps = 1e-5f;
   float swish_beta = 1.f;  // Swish: z * sigmoid(swish_beta * z); 1 is SiLU
+  // Opt-in uneven groups (Caffe2's definition): C need not divide by G; groups 0..G-2 of a
+  // sample take floor(C/G) channels and the last one the rest (so G <= C). Off, C % G != 0 is
+  // an error. Only the generic families run uneven problems (FamilyDescriptor::uneven_groups).
+  bool uneven_groups = false;
 
   std::int64_t spatial_size() const;
   std::int64_t elements() const { return n * c * spatial_size(); }
-  std::int64_t channels_per_group() const { return c / groups; }
+  std::int64_t channels_per_group() const { return c / groups; }  // floored: groups 0..G-2 (uneven)
+  std::int64_t last_group_channels() const { return c - (groups - 1) * channels_per_group(); }
+  // whether the groups differ in size (only valid with uneven_groups)
+  bool uneven() const { return groups > 0 && c % groups != 0; }
   std::int64_t group_elements() const { return channels_per_group() * spatial_size(); }
   std::int64_t num_groups() const { return n * groups; }
-  std::string to_string() const;  // e.g. "n2 c320 s64x64 g32 f16/f32 cl swish"
+  std::string to_string() const;  // e.g. "fwd n2 c320 s64x64 g32 f16/f32 cl swish(1) eps1e-05"
 };
 
 // p seen in `layout` where that is the same memory: with a spatial size of 1, channels-first

@@ -20,6 +20,7 @@ struct FamilyDescriptor {
   unsigned backward_layouts;  // bit 1 << int(layout) for each layout its backward ops have kernels for
   unsigned layouts;           // bit 1 << int(layout) for each layout it has kernels for (every op)
   bool streams;               // two passes over x in one cooperative launch (Instance::stream_shape)
+  bool uneven_groups;         // runs opt-in uneven groups (Problem::uneven_groups)
 };
 
 const FamilyDescriptor& describe(Family);

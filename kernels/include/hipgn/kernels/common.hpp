@@ -386,28 +386,60 @@ struct SpatialCursor {
   }
 };
 
+// Opt-in uneven groups (Problem::uneven_groups: C % G != 0; groups 0..G-2 of a sample take
+// C/G channels, floored, and the last one the rest). A family that runs them instantiates its
+// kernels with UnevenGroups<Traits>, whose GroupView takes each group's own size from Params'
+// last_* fields; every other family's view reads the launch's one size, with no per-group
+// choice in its code.
+template <typename Traits>
+struct UnevenGroups : Traits {
+  static constexpr bool kUnevenGroups = true;
+};
+template <typename Traits, typename = void>
+inline constexpr bool kUneven = false;
+template <typename Traits>
+inline constexpr bool kUneven<Traits, std::void_t<decltype(Traits::kUnevenGroups)>> = Traits::kUnevenGroups;
+
 // A group (n, g) is viewed as rows x cols with cols contiguous in memory:
 //   channels-first (N, C, S...): rows = C/G channels,  cols = S (spatial), row stride S
 //   channels-last  (N, S..., C): rows = S positions,   cols = C/G,         row stride C
 // Threads access whole vectors of Traits::kVectorSize elements along cols (the runtime checks
 // cols and the pointers allow it), so one vector lies in one channel (channels-first) or in
-// consecutive channels (channels-last).
+// consecutive channels (channels-last). With uneven groups the last group of a sample has more
+// channels: more rows (channels-first) or wider rows (channels-last).
 template <typename Traits>
 struct GroupView {
   static constexpr int V = Traits::kVectorSize;
   static constexpr bool kChannelsFirst = Traits::kLayout == Layout::channels_first;
   std::int64_t base;      // offset of the group's first element
   std::int64_t channel0;  // the group's first channel
+  // The last group of its sample, wider where the groups are uneven (only families that run
+  // uneven groups ask). Its sizes are read from Params where used, not held: a held copy of
+  // each kept the looped backward's registers past its budget (ptxas spilled).
+  bool last;
 
   __device__ __forceinline__ GroupView(const Params& p, std::int64_t group) {
     const std::int64_t n = group_sample(p, group), g = group - n * p.groups_per_sample;
     base = n * p.sample_stride + g * p.group_stride;
     channel0 = g * p.channels_per_group;
+    last = kUneven<Traits> && g == p.groups_per_sample - 1;
+  }
+  // the group's channels, vectors (Params::vectors), elements and vectors a row
+  __device__ __forceinline__ std::int64_t channels(const Params& p) const {
+    return last ? p.last_channels : p.channels_per_group;
+  }
+  __device__ __forceinline__ std::int64_t vectors(const Params& p) const { return last ? p.last_vectors : p.vectors; }
+  __device__ __forceinline__ std::int64_t elements(const Params& p) const {
+    return last ? p.last_group_elements : p.group_elements;
+  }
+  __device__ __forceinline__ const FastDivmod& per_row(const Params& p) const {
+    return last ? p.last_vectors_per_row : p.vectors_per_row;
   }
   // Vector q of the group: its element offset and the channel of its first element.
   __device__ __forceinline__ void locate(const Params& p, std::int64_t q, std::int64_t& offset,
                                          std::int64_t& channel) const {
-    const std::int64_t row = p.vectors_per_row.div(q), col = (q - row * p.vectors_per_row.divisor) * V;
+    const FastDivmod& cols = per_row(p);
+    const std::int64_t row = cols.div(q), col = (q - row * cols.divisor) * V;
     offset = base + row * p.row_stride + col;
     channel = channel0 + (kChannelsFirst ? row : col);
   }

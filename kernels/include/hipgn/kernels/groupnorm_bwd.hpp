@@ -131,8 +131,9 @@ struct Unit {
     } else {  // vector column u of every row
       const auto* xs = static_cast<const typename Traits::XType*>(p.x);
       const auto* dys = static_cast<const typename Traits::XType*>(p.dy);
-      const std::int64_t per_row = std::int64_t(p.vectors_per_row.divisor);
-      const std::int64_t count = std::int64_t(p.vectors_per_row.div(std::uint64_t(p.vectors)));
+      const FastDivmod& cols = view.per_row(p);
+      const std::int64_t per_row = std::int64_t(cols.divisor);
+      const std::int64_t count = std::int64_t(cols.div(std::uint64_t(view.vectors(p))));
       for (std::int64_t k = threadIdx.x; k < count; k += Traits::kBlockSize) {
         std::int64_t offset, channel;
         view.locate(p, k * per_row + u, offset, channel);
@@ -165,6 +166,10 @@ struct Unit {
   }
   static HIPGN_HD std::int64_t count(const Params& p) {
     return kChannelsFirst ? p.channels_per_group : p.channels_per_group / V;
+  }
+  // the units of one group (the last group of uneven groups has more)
+  static __device__ __forceinline__ std::int64_t count(const Params& p, const GroupView<Traits>& view) {
+    return kChannelsFirst ? view.channels(p) : view.channels(p) / V;
   }
 };
 
@@ -218,7 +223,7 @@ __device__ __forceinline__ void write_dx_span(const Params& p, const GroupView<T
   const auto* xs = static_cast<const X*>(p.x);
   const auto* dys = static_cast<const X*>(p.dy);
   X* dxs = static_cast<X*>(p.dx);
-  const Peel<V> run(p.phase, view.base, p.group_elements);
+  const Peel<V> run(p.phase, view.base, view.elements(p));
   const std::int64_t t = threadIdx.x, last = end < run.body ? end : run.body;
   auto one = [&](std::int64_t j) {  // group-relative element j
     const std::int64_t o = view.base + j;
@@ -245,8 +250,9 @@ __device__ __forceinline__ void write_dx_span(const Params& p, const GroupView<T
   }
 }
 
-// Family looped: one workgroup per group of any size. Pass 1 sums unit by unit (and keeps
-// A and B); pass 2 writes dx, reading x and dy again.
+// Family looped: one workgroup per group of any size, uneven groups too (instantiated with
+// UnevenGroups<Traits>, launched for them alone). Pass 1 sums unit by unit (and keeps A and
+// B); pass 2 writes dx, reading x and dy again.
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize) bwd_looped_kernel(Params p) {
   using U = Unit<Traits>;
@@ -255,7 +261,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_looped_kernel(Params p
   const float mean = p.mean[group], rstd = p.rstd[group];
   const bool sums = wants_channel_sums<Traits>(p);
   float a = 0.f, b = 0.f;
-  for (std::int64_t u = 0; u < U::count(p); ++u) {
+  for (std::int64_t u = 0; u < U::count(p, view); ++u) {
     const U unit(p, view, u, mean, rstd);
 #pragma unroll
     for (int i = 0; i < U::kUnit; ++i) {
@@ -267,11 +273,11 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_looped_kernel(Params p
     }
   }
   if constexpr (kWritesDx<Traits>) {
-    const float m = float(p.group_elements);
+    const float m = float(view.elements(p));
     if (spans<Traits>(p))
-      write_dx_span<Traits>(p, view, 0, p.vectors, true, true, mean, rstd, a / m, b / m);
+      write_dx_span<Traits>(p, view, 0, view.vectors(p), true, true, mean, rstd, a / m, b / m);
     else
-      write_dx<Traits>(p, view, 0, p.vectors, mean, rstd, a / m, b / m);
+      write_dx<Traits>(p, view, 0, view.vectors(p), mean, rstd, a / m, b / m);
   }
 }
 
@@ -596,7 +602,12 @@ struct BwdLauncher {
       const std::size_t staged = p.span ? std::size_t(p.group_elements) * 2 * sizeof(float) : 0;
       bwd_onchip_kernel<Traits><<<dim3(p.num_groups), block, staged, stream>>>(p);
     } else if constexpr (F == Family::looped) {
-      bwd_looped_kernel<Traits><<<dim3(p.num_groups), block, 0, stream>>>(p);
+      // uneven groups take a kernel of their own: the even problems' keeps its registers
+      // (47 against 146 for the channels-first Swish backward at 8 fp16 a vector; bench/NOTES.md)
+      if (p.last_channels != p.channels_per_group)
+        bwd_looped_kernel<UnevenGroups<Traits>><<<dim3(p.num_groups), block, 0, stream>>>(p);
+      else
+        bwd_looped_kernel<Traits><<<dim3(p.num_groups), block, 0, stream>>>(p);
     } else {
       // one-dimensional grids (at most 2^31 - 1 workgroups: Instance::supports)
       constexpr bool kChannelsFirst = Traits::kLayout == Layout::channels_first;

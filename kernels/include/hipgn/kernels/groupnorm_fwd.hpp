@@ -131,15 +131,16 @@ __device__ __forceinline__ void normalize_range(const Params& p, const GroupView
   }
 }
 
-// Family looped: one workgroup per group of any size; x read twice (statistics, then output).
+// Family looped: one workgroup per group of any size, uneven groups too (instantiated with
+// UnevenGroups<Traits>, launched for them alone); x read twice (statistics, then output).
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize) fwd_looped_kernel(Params p) {
   const std::int64_t group = blockIdx.x;
   const GroupView<Traits> view(p, group);
-  const Stats s = block_merge<Traits::kBlockSize>(accumulate<Traits>(p, view, 0, p.vectors));
+  const Stats s = block_merge<Traits::kBlockSize>(accumulate<Traits>(p, view, 0, view.vectors(p)));
   const float rstd = rsqrtf(s.m2 / s.n + p.eps);
   if (threadIdx.x == 0) save_stats(p, group, s.mean, rstd);
-  normalize_range<Traits>(p, view, 0, p.vectors, s.mean, rstd);
+  normalize_range<Traits>(p, view, 0, view.vectors(p), s.mean, rstd);
 }
 
 // Family split, pass 1: workgroup (group, slice) writes the statistics of its slice of
@@ -196,7 +197,12 @@ struct FwdLauncher<Traits, Family::onchip> {
 template <typename Traits>
 struct FwdLauncher<Traits, Family::looped> {
   static hipError_t launch(const Params& p, hipStream_t stream) {
-    fwd_looped_kernel<Traits><<<dim3(p.num_groups), dim3(Traits::kBlockSize), 0, stream>>>(p);
+    // uneven groups take a kernel of their own: the even problems' keeps its registers
+    // (bench/NOTES.md, "Uneven groups")
+    if (p.last_channels != p.channels_per_group)
+      fwd_looped_kernel<UnevenGroups<Traits>><<<dim3(p.num_groups), dim3(Traits::kBlockSize), 0, stream>>>(p);
+    else
+      fwd_looped_kernel<Traits><<<dim3(p.num_groups), dim3(Traits::kBlockSize), 0, stream>>>(p);
     return hipGetLastError();
   }
 };
