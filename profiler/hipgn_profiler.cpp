@@ -94,10 +94,7 @@ int select_instances(const Dispatcher& handle, const Options& o, Selection* s) {
     s->candidates = {inst};
     return -1;
   }
-  // every supporting instance, of both layouts where the problem runs in either (layout_views)
-  for (const Problem& q : layout_views(p))
-    for (const Instance* inst : handle.registry().bucket(Key::of(q)))
-      if (inst->supports(q)) s->candidates.push_back(inst);
+  s->candidates = handle.supporting(p);
   if (s->candidates.empty()) return refuse(std::string(to_string(s->none.code)) + ": " + s->none.message);
   return -1;
 }

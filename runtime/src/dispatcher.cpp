@@ -196,20 +196,25 @@ Status Dispatcher::workspace_size(const Problem& p, const std::string& instance,
     *bytes = inst->workspace_bytes(q, info_.cus());
     return Status::success();
   }
-  // The largest need of the bucket's supporting instances: whatever choose() returns (tuned,
-  // or the heuristic's for any alignment) is among them. Every need is small next to the
-  // tensors (forward split: 12 bytes per slice of a group; backward: 8 bytes per (n, c); stream:
-  // 8 bytes per group of each of a few items a compute unit).
-  // (with a spatial size of 1, the channels-last bucket's too: choose() may take either)
-  bool any = false;
+  // The largest need of the supporting instances: whatever choose() returns (tuned, or the
+  // heuristic's for any alignment, of either layout where both run p) is among them. Every
+  // need is small next to the tensors (forward split: 12 bytes per slice of a group; backward:
+  // 8 bytes per (n, c); stream: 8 bytes per group of each of a few items a compute unit).
+  const std::vector<const Instance*> all = supporting(p);
+  if (all.empty()) return Status::error(StatusCode::not_built, not_built_message(p, build_config()));
+  for (const Instance* inst : all) {
+    Problem view;
+    *bytes = std::max(*bytes, inst->workspace_bytes(as_run(p, *inst, &view), info_.cus()));
+  }
+  return Status::success();
+}
+
+std::vector<const Instance*> Dispatcher::supporting(const Problem& p) const {
+  std::vector<const Instance*> out;
   for (const Problem& q : layout_views(p))
     for (const Instance* inst : registry().bucket(Key::of(q)))
-      if (inst->supports(q, nullptr, nullptr, info_.cus())) {
-        any = true;
-        *bytes = std::max(*bytes, inst->workspace_bytes(q, info_.cus()));
-      }
-  if (!any) return Status::error(StatusCode::not_built, not_built_message(p, build_config()));
-  return Status::success();
+      if (inst->supports(q, nullptr, nullptr, info_.cus())) out.push_back(inst);
+  return out;
 }
 
 std::size_t Dispatcher::workspace_bytes(const Problem& p, const std::string& instance) const {

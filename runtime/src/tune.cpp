@@ -62,16 +62,10 @@ Status Dispatcher::tune(const Problem& p, hipStream_t stream, TuneResult* out, c
   if (Status s = validate(p); !s.ok()) return s;
   if (o.iters < 1 || o.warmup < 0)
     return Status::error(StatusCode::invalid_argument, "tuning needs iters >= 1 and warmup >= 0");
-  // every supporting instance, of both layouts where the problem runs in either (layout_views)
-  std::vector<const Instance*> candidates;
+  // every supporting instance, and one workspace that any of them can use
+  const std::vector<const Instance*> candidates = supporting(p);
   std::size_t ws_bytes = 0;
-  for (const Problem& q : layout_views(p))
-    for (const Instance* inst : registry().bucket(Key::of(q)))
-      if (inst->supports(q, nullptr, nullptr, info_.cus())) {
-        candidates.push_back(inst);
-        ws_bytes = std::max(ws_bytes, inst->workspace_bytes(q, info_.cus()));
-      }
-  if (candidates.empty()) return Status::error(StatusCode::not_built, not_built_message(p, build_config()));
+  if (Status s = workspace_size(p, "", &ws_bytes); !s.ok()) return s;  // not_built where none runs p
   if (!has_device_) return Status::error(StatusCode::no_device, "no GPU: this handle cannot tune");
 
   // inputs as the profiler makes them: x around 0.5 with spread, gamma near 1

@@ -60,6 +60,11 @@ class Dispatcher {
   // the instance's own reason).
   const Instance* named(const Problem&, const std::string& name, const Tensors* tensors, Status* why) const;
 
+  // Every built instance that runs the problem, whatever its tensors' alignment, in registry
+  // order: of both layouts where the problem runs in either (layout_views). What tune() times,
+  // the profiler lists, and workspace_size(p, "") covers.
+  std::vector<const Instance*> supporting(const Problem&) const;
+
   // As Handle's (hipgn/hipgn.hpp), which forwards here.
   Status run(const Problem&, const Tensors&, hipStream_t stream = nullptr, const std::string& instance = "");
   Status run_with_workspace(const Problem&, const Tensors&, void* workspace, std::size_t workspace_bytes,
