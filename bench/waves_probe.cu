@@ -28,7 +28,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "hipgn/kernels/bulk.hpp"
+#include "hipgn/kernels/primitives/bulk.hpp"
 
 namespace {
 

@@ -16,7 +16,7 @@ from .vocabulary import FAMILIES, LAYOUTS, OPS
 
 # The backward's onchip kernels stage per-channel sums in shared memory: block * per_thread
 # slots (channels-first) or * vector (channels-last), two float arrays of 16 KB each at most
-# (groupnorm_bwd.hpp asserts the same constant, kBwdStagedSlots).
+# (families/onchip.hpp asserts the same constant, kBwdStagedSlots).
 BWD_STAGED_SLOTS = 4096
 
 
@@ -40,7 +40,7 @@ class FamilyDescriptor:
     # two passes over x in one cooperative launch (Instance::stream_shape)
     streams: bool = False
     # runs opt-in uneven groups (Problem::uneven_groups: C % G != 0, the last group wider); its
-    # kernels take each group's size from GroupView (common.hpp: UnevenGroups)
+    # kernels take each group's size from GroupView (primitives/view.hpp: UnevenGroups)
     uneven_groups: bool = False
 
 

@@ -429,7 +429,7 @@ TEST(Heuristics, OnchipBackwardTakes256ThreadsOver128) {
   EXPECT_EQ(inst->spec().block, 256) << inst->name();
 }
 
-// The channels-first backward reads peeled runs (groupnorm_bwd.hpp): a spatial size the vector
+// The channels-first backward reads peeled runs (families/grid.hpp): a spatial size the vector
 // does not divide still gets 16-byte vectors, not the generic scalar instance.
 TEST(Heuristics, OddSpatialChannelsFirstBackwardKeepsWideVectors) {
   // 127x127 C=320 and ResNet 7x7 C=2048 at N=32 (3136-element groups): both split

@@ -322,7 +322,7 @@ bool better_resident(const Instance& a, const Instance& b, const Problem& p, con
     return x.block < y.block;
   }
   if (p.layout == Layout::channels_first) {
-    // channels-first slices exchange within a thread-block cluster on sm_90 (kernels/cluster.hpp;
+    // channels-first slices exchange within a thread-block cluster on sm_90 (primitives/cluster.hpp;
     // bench/NOTES.md, "Clusters"), and a group's clusters the device cannot hold at once wait
     // for a second round: fewer rounds first (sd15_32x1920: 512 x 8, 128 items, 14.8 us against
     // 256 x 8, 256 items on the 248 workgroups its clusters of 4 fit, 20.3); past one round the

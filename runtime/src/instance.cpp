@@ -48,7 +48,7 @@ std::size_t stream_pairs(const Problem& p) {
   return describe(p.op).backward ? std::size_t(p.c) : std::size_t(p.groups);
 }
 // The element offset of x from a 16-byte (`vector`-element) boundary: where a peeled run's
-// head ends (common.hpp: Peel).
+// head ends (primitives/vector.hpp: Peel).
 int phase_of(const Problem& p, const Tensors& t, std::int64_t vector) {
   return t.x ? int((address(t.x) / size_of(p.x_dtype)) % std::uintptr_t(vector)) : 0;
 }
@@ -99,7 +99,7 @@ Instance::ResidentShape Instance::resident_shape(const Problem& p) const {
     cut(p.c);
     // The forward's unit: the widest chunk of whole groups (C itself first) that a workgroup's
     // row covers and whose slices fit one thread-block cluster, so they exchange on chip
-    // (kernels/cluster.hpp); where none does, the narrowest, the fewest slices to wait for.
+    // (primitives/cluster.hpp); where none does, the narrowest, the fewest slices to wait for.
     // Narrower chunks make about as many items, of shorter row segments: each starts on its own
     // 16 bytes (chunks are whole vectors) and a group (statistics stay within a unit). The
     // backward keeps whole samples (resident_bwd.hpp).
@@ -183,7 +183,7 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
   if (p.num_groups() > INT_MAX) return no("N*G exceeds the grid's 2^31-1 workgroups");
   const int v = spec_.vector;
   if (spans(p, t, v)) {
-    // any spatial size and 16-byte phase, the runs peeled (groupnorm_bwd.hpp); the onchip
+    // any spatial size and 16-byte phase, the runs peeled (families/grid.hpp); the onchip
     // family stages its per-channel sums one slot per element
     if (std::string m = unpeelable(p, t, v); !m.empty()) return no(std::move(m));
     const std::int64_t held = std::min<std::int64_t>(spec_.chunk_elements(), kBwdStagedSlots);
@@ -205,7 +205,7 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
   if (family.splits_group && slices(p) < 0)
     return no("the group needs more than " + std::to_string(kMaxSlices) + " slices");
   if (family.splits_group) {
-    // both passes run one-dimensional grids (groupnorm_fwd.hpp, groupnorm_bwd.hpp) of N*G x
+    // both passes run one-dimensional grids (families/split.hpp) of N*G x
     // slices workgroups, and the backward's first N*G x units (C/G channels-first, C/G/V
     // vector columns channels-last)
     const std::int64_t units = !describe(p.op).backward            ? 0
@@ -371,7 +371,7 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
   k.vectors = cg * hw / spec_.vector;  // peeled (span): at least the body's vectors
   k.vectors_per_row = FastDivmod::make(std::uint64_t(std::max<std::int64_t>(1, cols(p) / spec_.vector)));
   k.group_elements = p.group_elements();
-  // the last group of a sample: wider where the groups are uneven (common.hpp: UnevenGroups)
+  // the last group of a sample: wider where the groups are uneven (primitives/view.hpp: UnevenGroups)
   const std::int64_t last = p.last_group_channels();
   k.last_channels = last;
   k.last_vectors = last * hw / spec_.vector;

@@ -53,7 +53,7 @@ struct FastDivmod {
   }
 };
 
-// The channels-first split backward's first pass (groupnorm_bwd.hpp: bwd_split_rows_kernel and
+// The channels-first split backward's first pass (families/split.hpp: bwd_split_rows_kernel and
 // bwd_split_sums_kernel), which sums each channel row of a group. Short rows (spatial / vector
 // vectors, at most half the workgroup) go to teams of `team` lanes (a power of two, at most 32,
 // so a team never spans a wavefront of any target), `rows` rows a workgroup at once; a group
@@ -120,7 +120,7 @@ struct Params {
   std::int64_t vectors;            // vectors in one group: rows * cols / vector
   FastDivmod vectors_per_row;      // cols / vector
   // Uneven groups (Problem::uneven_groups; the families whose kernels take UnevenGroups<Traits>,
-  // common.hpp): the last group of a sample's channels, vectors, vectors a row and elements;
+  // primitives/view.hpp): the last group of a sample's channels, vectors, vectors a row and elements;
   // the other groups' values (channels_per_group, vectors, ...) where the groups are even
   std::int64_t last_channels;
   std::int64_t last_vectors;
@@ -149,11 +149,11 @@ struct Params {
   std::int32_t phase;              // channels-first: (x's address / element size) % vector
   // Channels-first backward of the grid families (onchip, looped, split): 1 when the spatial
   // size is not a multiple of the vector or the tensors start `phase` elements off a 16-byte
-  // boundary, so rows and groups are read as peeled runs (common.hpp: Peel, SpatialCursor)
+  // boundary, so rows and groups are read as peeled runs (primitives/vector.hpp: Peel; view.hpp: SpatialCursor)
   std::int32_t span;
   std::int32_t pass;               // the backward: 0 on chip; 1, 2 the streaming passes (resident_bwd.hpp)
   // The resident forward: 1 when the launcher made each unit's slices one thread-block cluster,
-  // so they exchange through distributed shared memory (kernels/cluster.hpp), not `counters`
+  // so they exchange through distributed shared memory (primitives/cluster.hpp), not `counters`
   // and `partials`; 0 otherwise (set by the launcher, never by the runtime)
   std::int32_t cluster;
   std::uint32_t* counters;
@@ -172,7 +172,7 @@ struct Params {
   // a thread keeps in shared memory of its workgroup's last item.
   std::int32_t hold_vectors;
   std::int32_t affine_rows;
-  // The channels-first split backward (groupnorm_bwd.hpp): its first pass's units; with pieces
+  // The channels-first split backward (families/split.hpp): its first pass's units; with pieces
   // > 1 they write [N, C, pieces] (S1, S2) pairs to `partials`, folded into the workspace's
   // [N, C] pairs before the second pass.
   SplitRows split_rows;
@@ -185,7 +185,7 @@ struct Params {
 inline constexpr int kResidentStageChannels = 1024;
 // The most slices of a resident unit (a channels-first group, a channels-last forward's chunk
 // of a sample) that form one thread-block cluster (sm_90: 8 on every part, 16 on an H100 once
-// a kernel opts in; kernels/cluster.hpp checks what the device holds); past it, slices exchange
+// a kernel opts in; primitives/cluster.hpp checks what the device holds); past it, slices exchange
 // through the workspace.
 inline constexpr int kClusterSlicesMax = 16;
 // Dynamic shared memory a resident workgroup may ask for: within sm_90's 227 KB a workgroup
@@ -220,7 +220,7 @@ inline constexpr std::int64_t kResidentBwdMaxSlices = 64;
 HIPGN_HD std::int64_t resident_bwd_cl_smem_floats(std::int64_t c, std::int64_t groups, std::int64_t row_lanes) {
   return 2 * row_lanes * c + 4 * c + 2 * groups;
 }
-// The two shared-memory stages of the bulk-copy path (kernels/include/hipgn/kernels/bulk.hpp):
+// The two shared-memory stages of the bulk-copy path (kernels/include/hipgn/kernels/primitives/bulk.hpp):
 // NVIDIA builds target sm_90, which has it; AMD takes the register path and needs none.
 HIPGN_HD std::int64_t resident_stage_bytes(int block, int per_thread) {
 #if defined(HIPGN_PLATFORM_AMD)

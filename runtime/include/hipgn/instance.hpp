@@ -79,7 +79,7 @@ class Instance {
   // Launches on stream. The caller validated the problem and checked supports().
   Status run(const Problem&, const Tensors&, void* workspace, hipStream_t stream, int compute_units = 0) const;
 
-  // The resident family's shape of a problem (kernels/include/hipgn/kernels/resident_fwd.hpp):
+  // The resident family's shape of a problem (kernels/include/hipgn/kernels/families/resident_fwd.hpp):
   // channels-first, a unit is a group and a slice block * per_thread body vectors;
   // channels-last, a unit is a sample's `chunk` channels (whole groups; the forward's may be
   // fewer than C, the backward's are all C) and a slice row_lanes * per_thread rows of them.
@@ -92,7 +92,7 @@ class Instance {
   };
   ResidentShape resident_shape(const Problem&) const;
 
-  // The stream family's items (kernels/include/hipgn/kernels/stream_fwd.hpp): each sample's
+  // The stream family's items (kernels/include/hipgn/kernels/families/stream_fwd.hpp): each sample's
   // rows cut into `parts` of part_rows rows, about as many items as the device runs
   // workgroups at once, so that each workgroup reads one part twice, the second time from L2.
   // Channels-first (stream_fwd_cf.hpp): `items` only, the most workgroups the device runs at

@@ -5,7 +5,7 @@
 // groups (channels-last). A unit larger than one workgroup holds is cut into slices whose
 // workgroups exchange partial statistics (count, mean, M2: Chan's merge), so no second launch
 // and no second read of x is needed: channels-first, where a unit's slices fit one thread-block
-// cluster (sm_90, up to 16), through distributed shared memory (cluster.hpp); otherwise through
+// cluster (sm_90, up to 16), through distributed shared memory (primitives/cluster.hpp); otherwise through
 // the workspace with an arrival counter, under a cooperative launch that keeps them co-resident.
 //
 // Channels-first: a group is one contiguous span of C/G * HW elements. Its body is read with
@@ -20,10 +20,15 @@
 
 #include <cstdint>
 
-#include "hipgn/kernels/bulk.hpp"
-#include "hipgn/kernels/cluster.hpp"
-#include "hipgn/kernels/common.hpp"
-#include "hipgn/kernels/persistent.hpp"
+#include "hipgn/kernels/primitives/activation.hpp"
+#include "hipgn/kernels/primitives/bulk.hpp"
+#include "hipgn/kernels/primitives/cluster.hpp"
+#include "hipgn/kernels/primitives/exchange.hpp"
+#include "hipgn/kernels/primitives/persistent.hpp"
+#include "hipgn/kernels/primitives/reduce.hpp"
+#include "hipgn/kernels/primitives/target.hpp"
+#include "hipgn/kernels/primitives/vector.hpp"
+#include "hipgn/kernels/primitives/view.hpp"
 #include "hipgn/params.hpp"
 
 namespace hipgn::kernels {
@@ -546,7 +551,7 @@ struct ResidentFwdLauncher {
     const bool exchange = p.slices > 1;
     const std::size_t stages = resident_stage_bytes(Traits::kBlockSize, Traits::kPerThread);
     if constexpr (Traits::kLayout == Layout::channels_first) {
-      // a grid of clusters, one a group, where the device has them (cluster.hpp)
+      // a grid of clusters, one a group, where the device has them (primitives/cluster.hpp)
       hipError_t e = hipSuccess;
       // (slices are not rounded to a power of two to tile a GPC: measured on an H100, fp16
       // SiLU, every resident instance, that spread each slice thinner and cost 6% in geomean,

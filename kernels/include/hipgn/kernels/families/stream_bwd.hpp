@@ -22,10 +22,14 @@
 
 #include <cstdint>
 
-#include "hipgn/kernels/common.hpp"
-#include "hipgn/kernels/groupnorm_bwd.hpp"
-#include "hipgn/kernels/persistent.hpp"
-#include "hipgn/kernels/stream_fwd.hpp"
+#include "hipgn/kernels/families/stream_fwd.hpp"
+#include "hipgn/kernels/primitives/activation.hpp"
+#include "hipgn/kernels/primitives/backward.hpp"
+#include "hipgn/kernels/primitives/exchange.hpp"
+#include "hipgn/kernels/primitives/persistent.hpp"
+#include "hipgn/kernels/primitives/reduce.hpp"
+#include "hipgn/kernels/primitives/target.hpp"
+#include "hipgn/kernels/primitives/vector.hpp"
 #include "hipgn/params.hpp"
 
 namespace hipgn::kernels {

@@ -8,7 +8,7 @@
 // The target trait: HIPGN_CLUSTERS says whether the device pass has clusters (NVIDIA sm_90 and
 // later); cluster_launch_max() whether the host may launch one, and how large (nvcc's build on
 // a device of compute capability 9 or more). Elsewhere (AMD, older NVIDIA) the slices keep the
-// portable path, the exchange through the workspace (common.hpp: arrive_and_wait); the kernels
+// portable path, the exchange through the workspace (exchange.hpp: arrive_and_wait); the kernels
 // take the cluster path only when the launcher says so (Params::cluster).
 #pragma once
 
@@ -20,8 +20,10 @@
 #include <string>
 #include <tuple>
 
-#include "hipgn/kernels/bulk.hpp"
-#include "hipgn/kernels/common.hpp"
+#include "hipgn/kernels/primitives/bulk.hpp"
+#include "hipgn/kernels/primitives/exchange.hpp"
+#include "hipgn/kernels/primitives/reduce.hpp"
+#include "hipgn/kernels/primitives/target.hpp"
 #include "hipgn/params.hpp"
 #include "hipgn/platform.hpp"
 

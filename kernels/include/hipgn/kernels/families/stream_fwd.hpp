@@ -24,8 +24,13 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "hipgn/kernels/common.hpp"
-#include "hipgn/kernels/persistent.hpp"
+#include "hipgn/kernels/primitives/activation.hpp"
+#include "hipgn/kernels/primitives/exchange.hpp"
+#include "hipgn/kernels/primitives/persistent.hpp"
+#include "hipgn/kernels/primitives/reduce.hpp"
+#include "hipgn/kernels/primitives/target.hpp"
+#include "hipgn/kernels/primitives/vector.hpp"
+#include "hipgn/kernels/primitives/view.hpp"
 #include "hipgn/params.hpp"
 
 namespace hipgn::kernels {

@@ -1,0 +1,336 @@
+// What the three families with a grid of groups (onchip, looped, split: a workgroup or a few a
+// group, kernels of one template each per op) share: the forward's normalize and its batched
+// loads, and the backward's per-element terms, channel sums, dx writers and the dgamma/dbeta
+// kernel. Channels-first, when the spatial size is not a multiple of the vector or the tensors
+// start off a 16-byte boundary (Params::span), a channel row and a group are peeled runs
+// (primitives/vector.hpp: Peel): their bodies still move 16 bytes an access, a vector may
+// cross a row end, and an element's channel comes from a cursor (SpatialCursor), not a
+// division per element.
+#pragma once
+
+#include <cstdint>
+
+#include "hipgn/kernels/primitives/activation.hpp"
+#include "hipgn/kernels/primitives/backward.hpp"
+#include "hipgn/kernels/primitives/reduce.hpp"
+#include "hipgn/kernels/primitives/vector.hpp"
+#include "hipgn/kernels/primitives/view.hpp"
+#include "hipgn/params.hpp"
+
+namespace hipgn::kernels {
+
+// y = act(gamma_c * (x - mean) * rstd + beta_c) for one vector, written to y + offset.
+template <typename Traits>
+__device__ __forceinline__ void normalize_store(const Params& p, const float (&v)[Traits::kVectorSize],
+                                                std::int64_t offset, std::int64_t channel,
+                                                float mean, float rstd) {
+  using G = typename Traits::GammaType;
+  constexpr int V = Traits::kVectorSize;
+  const G* gamma = static_cast<const G*>(p.gamma);
+  const G* beta = static_cast<const G*>(p.beta);
+  float out[V];
+#pragma unroll
+  for (int i = 0; i < V; ++i) {
+    const std::int64_t c = Traits::kLayout == Layout::channels_first ? channel : channel + i;
+    const float scale = (gamma ? to_float(gamma[c]) : 1.f) * rstd;
+    const float shift = beta ? to_float(beta[c]) : 0.f;
+    out[i] = activate<Traits::kActivation>((v[i] - mean) * scale + shift, p.swish_beta);
+  }
+  store_vec<V>(static_cast<typename Traits::XType*>(p.y) + offset, out);
+}
+
+// Statistics of vectors [first, end) of a group, kPerThread vectors in flight per thread.
+// Vectors q0, q0 + B, ... (kPerThread of them, those below end) into registers: all loads
+// issued before any use, so they are in flight together.
+template <typename Traits>
+__device__ __forceinline__ void load_batch(const Params& p, const GroupView<Traits>& view, std::int64_t q0,
+                                           std::int64_t end, float (&v)[Traits::kPerThread][Traits::kVectorSize]) {
+  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, U = Traits::kPerThread;
+  const auto* x = static_cast<const typename Traits::XType*>(p.x);
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const std::int64_t q = q0 + std::int64_t(u) * B;
+    if (q < end) {
+      std::int64_t offset, channel;
+      view.locate(p, q, offset, channel);
+      load_vec<V>(x + offset, v[u]);
+    }
+  }
+}
+
+template <typename Traits>
+__device__ __forceinline__ Stats accumulate(const Params& p, const GroupView<Traits>& view,
+                                            std::int64_t first, std::int64_t end) {
+  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, U = Traits::kPerThread;
+  Stats s{0.f, 0.f, 0.f};
+  for (std::int64_t q0 = first + threadIdx.x; q0 < end; q0 += std::int64_t(B) * U) {
+    float v[U][V];
+    load_batch<Traits>(p, view, q0, end, v);
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (q0 + std::int64_t(u) * B < end) s = merge(s, vector_stats<V>(v[u]));
+  }
+  return s;
+}
+
+// Normalize vectors [first, end) of a group, reading x again.
+template <typename Traits>
+__device__ __forceinline__ void normalize_range(const Params& p, const GroupView<Traits>& view,
+                                                std::int64_t first, std::int64_t end, float mean,
+                                                float rstd) {
+  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, U = Traits::kPerThread;
+  for (std::int64_t q0 = first + threadIdx.x; q0 < end; q0 += std::int64_t(B) * U) {
+    float v[U][V];
+    load_batch<Traits>(p, view, q0, end, v);
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const std::int64_t q = q0 + std::int64_t(u) * B;
+      if (q < end) {
+        std::int64_t offset, channel;
+        view.locate(p, q, offset, channel);
+        normalize_store<Traits>(p, v[u], offset, channel, mean, rstd);
+      }
+    }
+  }
+}
+
+template <typename Traits>
+struct Affine {
+  float gamma, beta;
+  __device__ __forceinline__ Affine(const Params& p, std::int64_t c) {
+    using G = typename Traits::GammaType;
+    gamma = p.gamma ? to_float(static_cast<const G*>(p.gamma)[c]) : 1.f;
+    beta = p.beta ? to_float(static_cast<const G*>(p.beta)[c]) : 0.f;
+  }
+};
+
+// xhat in x, dy' in dy, for one element of channel a.
+template <typename Traits>
+__device__ __forceinline__ void backward_terms(const Params& p, const Affine<Traits>& a, float mean, float rstd,
+                                               float& x, float& dy) {
+  x = (x - mean) * rstd;
+  if constexpr (Traits::kActivation != Activation::none)
+    dy *= activation_grad<Traits::kActivation>(a.gamma * x + a.beta, p.swish_beta);
+}
+
+// Whether an instance has the peeled channels-first paths (a scalar instance never peels:
+// Instance::supports), and whether this launch takes them (Params::span).
+template <typename Traits>
+inline constexpr bool kPeels = Traits::kLayout == Layout::channels_first && Traits::kVectorSize > 1;
+template <typename Traits>
+__device__ __forceinline__ bool spans(const Params& p) {
+  if constexpr (kPeels<Traits>) return p.span != 0;
+  else return false;
+}
+
+// A wavefront's lanes' shares of channel c's sums, added and stored by its first lane.
+__device__ __forceinline__ void store_warp_channel_sums(const Params& p, std::int64_t sample, std::int64_t c, int lane,
+                                                        float s1, float s2) {
+  s1 = warp_sum(s1);
+  s2 = warp_sum(s2);
+  if (lane == 0) store_channel_sums(p, sample, c, s1, s2);
+}
+
+// Channel row `row` of a channels-first group read as a peeled run (primitives/vector.hpp: Peel; with no
+// head or tail when the spatial size is a multiple of the vector and x is aligned): body vectors
+// [first, end) by lanes lane, lane + stride, ..., and the head and tail elements where asked.
+// Adds this thread's shares to s1 and s2.
+template <typename Traits>
+__device__ __forceinline__ void cf_row_share(const Params& p, const GroupView<Traits>& view, std::int64_t row,
+                                             float mean, float rstd, std::uint32_t lane, std::uint32_t stride,
+                                             std::int64_t first, std::int64_t end, bool head, bool tail, float& s1,
+                                             float& s2) {
+  constexpr int V = Traits::kVectorSize;
+  using X = typename Traits::XType;
+  const auto* xs = static_cast<const X*>(p.x);
+  const auto* dys = static_cast<const X*>(p.dy);
+  const std::int64_t start = view.base + row * p.spatial_size;
+  const Peel<V> run(p.phase, start, p.spatial_size);
+  const std::int64_t body = start + run.head;
+  const Affine<Traits> a(p, view.channel0 + row);
+  auto add = [&](float x, float dy) {
+    backward_terms<Traits>(p, a, mean, rstd, x, dy);
+    s1 += dy;
+    s2 += dy * x;
+  };
+  if (head)
+    for (std::int64_t j = lane; j < run.head; j += stride) add(to_float(xs[start + j]), to_float(dys[start + j]));
+  if (tail)
+    for (std::int64_t j = body + run.body * V + lane; j < start + p.spatial_size; j += stride)
+      add(to_float(xs[j]), to_float(dys[j]));
+  if (end > run.body) end = run.body;
+  for (std::int64_t k = first + lane; k < end; k += stride) {
+    float x[V], dy[V];
+    load_vec<V>(xs + body + k * V, x);
+    load_vec<V>(dys + body + k * V, dy);
+#pragma unroll
+    for (int i = 0; i < V; ++i) add(x[i], dy[i]);
+  }
+}
+
+// One unit of a group's channels, summed over the workgroup: channels-first, the channel row
+// u (one channel); channels-last, the column of vectors u (kVectorSize consecutive channels).
+// Returns S1, S2 of each of the unit's channels (kUnit of them) to every thread.
+template <typename Traits>
+struct Unit {
+  static constexpr bool kChannelsFirst = Traits::kLayout == Layout::channels_first;
+  static constexpr int V = Traits::kVectorSize, kUnit = kChannelsFirst ? 1 : V;
+  float s1[kUnit], s2[kUnit];
+
+  __device__ __forceinline__ Unit(const Params& p, const GroupView<Traits>& view, std::int64_t u, float mean,
+                                  float rstd) {
+#pragma unroll
+    for (int i = 0; i < kUnit; ++i) s1[i] = s2[i] = 0.f;
+    if constexpr (kChannelsFirst) {  // channel row u, a peeled run whatever the spatial size
+      cf_row_share<Traits>(p, view, u, mean, rstd, threadIdx.x, Traits::kBlockSize, 0, p.spatial_size, true, true,
+                           s1[0], s2[0]);
+    } else {  // vector column u of every row
+      const auto* xs = static_cast<const typename Traits::XType*>(p.x);
+      const auto* dys = static_cast<const typename Traits::XType*>(p.dy);
+      const FastDivmod& cols = view.per_row(p);
+      const std::int64_t per_row = std::int64_t(cols.divisor);
+      const std::int64_t count = std::int64_t(cols.div(std::uint64_t(view.vectors(p))));
+      for (std::int64_t k = threadIdx.x; k < count; k += Traits::kBlockSize) {
+        std::int64_t offset, channel;
+        view.locate(p, k * per_row + u, offset, channel);
+        float x[V], dy[V];
+        load_vec<V>(xs + offset, x);
+        load_vec<V>(dys + offset, dy);
+#pragma unroll
+        for (int i = 0; i < V; ++i) {
+          const Affine<Traits> a(p, channel + i);
+          backward_terms<Traits>(p, a, mean, rstd, x[i], dy[i]);
+          s1[i] += dy[i];
+          s2[i] += dy[i] * x[i];
+        }
+      }
+    }
+    reduce();
+  }
+  // the workgroup's sums, to every thread
+  __device__ __forceinline__ void reduce() {
+    float both[2 * kUnit];
+#pragma unroll
+    for (int i = 0; i < kUnit; ++i) both[i] = s1[i], both[kUnit + i] = s2[i];
+    block_sum_array<Traits::kBlockSize, 2 * kUnit>(both);
+#pragma unroll
+    for (int i = 0; i < kUnit; ++i) s1[i] = both[i], s2[i] = both[kUnit + i];
+  }
+  // the first channel of unit u
+  static __device__ __forceinline__ std::int64_t first_channel(std::int64_t channel0, std::int64_t u) {
+    return channel0 + (kChannelsFirst ? u : u * V);
+  }
+  static HIPGN_HD std::int64_t count(const Params& p) {
+    return kChannelsFirst ? p.channels_per_group : p.channels_per_group / V;
+  }
+  // the units of one group (the last group of uneven groups has more)
+  static __device__ __forceinline__ std::int64_t count(const Params& p, const GroupView<Traits>& view) {
+    return kChannelsFirst ? view.channels(p) : view.channels(p) / V;
+  }
+};
+
+// dx for vectors [first, end) of a group, given A / M and B / M.
+template <typename Traits>
+__device__ __forceinline__ void write_dx(const Params& p, const GroupView<Traits>& view, std::int64_t first,
+                                         std::int64_t end, float mean, float rstd, float a_mean, float b_mean) {
+  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize;
+  constexpr bool kChannelsFirst = Traits::kLayout == Layout::channels_first;
+  using X = typename Traits::XType;
+  const auto* xs = static_cast<const X*>(p.x);
+  const auto* dys = static_cast<const X*>(p.dy);
+  for (std::int64_t q = first + threadIdx.x; q < end; q += B) {
+    std::int64_t offset, channel;
+    view.locate(p, q, offset, channel);
+    float x[V], dy[V], dx[V];
+    load_vec<V>(xs + offset, x);
+    load_vec<V>(dys + offset, dy);
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      const Affine<Traits> a(p, kChannelsFirst ? channel : channel + i);
+      backward_terms<Traits>(p, a, mean, rstd, x[i], dy[i]);
+      dx[i] = rstd * (a.gamma * dy[i] - a_mean - x[i] * b_mean);
+    }
+    store_vec<V>(static_cast<X*>(p.dx) + offset, dx);
+  }
+}
+
+// The gamma and beta of consecutive elements of a channels-first group, from a cursor: the
+// affine parameters change where a vector crosses a row end (span mode).
+template <typename Traits>
+struct SpanAffine {
+  SpatialCursor at;
+  Affine<Traits> a;
+  std::int64_t channel0;
+  __device__ __forceinline__ SpanAffine(const Params& p, std::int64_t channel0_, std::int64_t element)
+      : at(p, element), a(p, channel0_ + at.channel), channel0(channel0_) {}
+  __device__ __forceinline__ void next(const Params& p) {
+    if (at.next(p)) a = Affine<Traits>(p, channel0 + at.channel);
+  }
+};
+
+// dx of a channels-first group in span mode: body vectors [first, end) of the group's peeled
+// run, and its head and tail elements where asked, given A / M and B / M.
+template <typename Traits>
+__device__ __forceinline__ void write_dx_span(const Params& p, const GroupView<Traits>& view, std::int64_t first,
+                                              std::int64_t end, bool head, bool tail, float mean, float rstd,
+                                              float a_mean, float b_mean) {
+  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize;
+  using X = typename Traits::XType;
+  const auto* xs = static_cast<const X*>(p.x);
+  const auto* dys = static_cast<const X*>(p.dy);
+  X* dxs = static_cast<X*>(p.dx);
+  const Peel<V> run(p.phase, view.base, view.elements(p));
+  const std::int64_t t = threadIdx.x, last = end < run.body ? end : run.body;
+  auto one = [&](std::int64_t j) {  // group-relative element j
+    const std::int64_t o = view.base + j;
+    const SpanAffine<Traits> s(p, view.channel0, j);
+    float x = to_float(xs[o]), dy = to_float(dys[o]);
+    backward_terms<Traits>(p, s.a, mean, rstd, x, dy);
+    dxs[o] = from_float<X>(rstd * (s.a.gamma * dy - a_mean - x * b_mean));
+  };
+  if (head && t < run.head) one(t);
+  if (tail && t < run.tail) one(run.head + run.body * V + t);
+  for (std::int64_t q = first + t; q < last; q += B) {
+    const std::int64_t j = run.head + q * V;
+    float x[V], dy[V], dx[V];
+    load_vec<V>(xs + view.base + j, x);
+    load_vec<V>(dys + view.base + j, dy);
+    SpanAffine<Traits> s(p, view.channel0, j);
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      if (i > 0) s.next(p);
+      backward_terms<Traits>(p, s.a, mean, rstd, x[i], dy[i]);
+      dx[i] = rstd * (s.a.gamma * dy[i] - a_mean - x[i] * b_mean);
+    }
+    store_vec<V>(dxs + view.base + j, dx);
+  }
+}
+
+// dgamma_c = sum_n S2[n, c], dbeta_c = sum_n S1[n, c]: a thread per channel, n in order.
+template <typename GammaType>
+__global__ void __launch_bounds__(256) bwd_gamma_beta_kernel(Params p, std::int64_t samples) {
+  const std::int64_t c = std::int64_t(blockIdx.x) * 256 + threadIdx.x;
+  if (c >= p.channels) return;
+  float s1 = 0.f, s2 = 0.f;
+  for (std::int64_t n = 0; n < samples; ++n) {
+    const float* w = p.workspace + (n * p.channels + c) * 2;
+    s1 += w[0];
+    s2 += w[1];
+  }
+  static_cast<GammaType*>(p.dgamma)[c] = from_float<GammaType>(s2);
+  static_cast<GammaType*>(p.dbeta)[c] = from_float<GammaType>(s1);
+}
+
+// After a grid family's backward kernels: dgamma and dbeta from the per-(n, c) sums, where the
+// op writes them and affine is on.
+template <typename Traits>
+hipError_t launch_grid_gamma_beta(const Params& p, hipStream_t stream) {
+  hipError_t e = hipGetLastError();
+  if (e != hipSuccess || p.dgamma == nullptr || Traits::kOp == Op::dx) return e;
+  const std::int64_t samples = p.num_groups / p.groups_per_sample;
+  bwd_gamma_beta_kernel<typename Traits::GammaType>
+      <<<dim3(unsigned((p.channels + 255) / 256)), dim3(256), 0, stream>>>(p, samples);
+  return hipGetLastError();
+}
+
+}  // namespace hipgn::kernels

@@ -1,0 +1,262 @@
+// Family onchip: one workgroup per group, the whole group held in registers; x (and dy) read
+// once.
+#pragma once
+
+#include <cstdint>
+
+#include "hipgn/kernels/family.hpp"
+#include "hipgn/kernels/families/grid.hpp"
+#include "hipgn/params.hpp"
+
+namespace hipgn::kernels {
+
+// Family onchip: one workgroup per group, the whole group in registers (kPerThread vectors a
+// thread). x is read once; mean and variance are two exact passes over registers.
+template <typename Traits>
+__global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_kernel(Params p) {
+  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
+  const std::int64_t group = blockIdx.x;
+  const GroupView<Traits> view(p, group);
+  const auto* x = static_cast<const typename Traits::XType*>(p.x);
+  // Only the values stay in registers; offsets are recomputed for the store (a multiply-high
+  // each), which keeps the 1024-thread configurations within 64 registers.
+  float v[E][V];
+  float sum = 0.f;
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    const std::int64_t q = threadIdx.x + std::int64_t(e) * B;
+    if (q < p.vectors) {
+      std::int64_t offset, channel;
+      view.locate(p, q, offset, channel);
+      load_vec<V>(x + offset, v[e]);
+#pragma unroll
+      for (int i = 0; i < V; ++i) sum += v[e][i];
+    }
+  }
+  const float count = float(p.vectors * V);
+  const float mean = block_sum<B>(sum) / count;
+  float sq = 0.f;
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    if (threadIdx.x + std::int64_t(e) * B < p.vectors) {
+#pragma unroll
+      for (int i = 0; i < V; ++i) sq += (v[e][i] - mean) * (v[e][i] - mean);
+    }
+  }
+  const float rstd = rsqrtf(block_sum<B>(sq) / count + p.eps);
+  if (threadIdx.x == 0) save_stats(p, group, mean, rstd);
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    const std::int64_t q = threadIdx.x + std::int64_t(e) * B;
+    if (q < p.vectors) {
+      std::int64_t offset, channel;
+      view.locate(p, q, offset, channel);
+      normalize_store<Traits>(p, v[e], offset, channel, mean, rstd);
+    }
+  }
+}
+
+// Family onchip, channels-first span mode: the group's peeled run held in registers (body
+// vectors, and a head and a tail element a thread at most), the per-channel sums staged one
+// slot per element in dynamic shared memory (2 M floats, M <= kBwdStagedSlots: Instance::
+// supports; the launch asks for it): channel c's are the contiguous slots c*HW ... (c+1)*HW - 1,
+// added up a wavefront per channel.
+template <typename Traits>
+__device__ __forceinline__ void bwd_onchip_span(const Params& p, const GroupView<Traits>& view, std::int64_t sample,
+                                                float mean, float rstd, float* s1, float* s2) {
+  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
+  using X = typename Traits::XType;
+  const auto* xs = static_cast<const X*>(p.x);
+  const auto* dys = static_cast<const X*>(p.dy);
+  const Peel<V> run(p.phase, view.base, p.group_elements);
+  const std::int64_t t = threadIdx.x, tail0 = run.head + run.body * V;
+  // the head (k = 0) and tail (k = 1) element this thread holds, if any: group-relative index
+  const std::int64_t edge[2] = {t < run.head ? t : -1, t < run.tail ? tail0 + t : -1};
+  float x[E][V], dy[E][V], xe[2] = {0.f, 0.f}, dye[2] = {0.f, 0.f};
+  float ab[2] = {0.f, 0.f};
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    const std::int64_t q = t + std::int64_t(e) * B;
+    if (q >= run.body) continue;
+    const std::int64_t j = run.head + q * V;
+    load_vec<V>(xs + view.base + j, x[e]);
+    load_vec<V>(dys + view.base + j, dy[e]);
+    SpanAffine<Traits> s(p, view.channel0, j);
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      if (i > 0) s.next(p);
+      backward_terms<Traits>(p, s.a, mean, rstd, x[e][i], dy[e][i]);
+      ab[0] += s.a.gamma * dy[e][i];
+      ab[1] += s.a.gamma * dy[e][i] * x[e][i];
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    if (edge[k] < 0) continue;
+    const SpanAffine<Traits> s(p, view.channel0, edge[k]);
+    xe[k] = to_float(xs[view.base + edge[k]]);
+    dye[k] = to_float(dys[view.base + edge[k]]);
+    backward_terms<Traits>(p, s.a, mean, rstd, xe[k], dye[k]);
+    ab[0] += s.a.gamma * dye[k];
+    ab[1] += s.a.gamma * dye[k] * xe[k];
+  }
+  if (wants_channel_sums<Traits>(p)) {
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const std::int64_t q = t + std::int64_t(e) * B;
+      if (q >= run.body) continue;
+      const std::int64_t j = run.head + q * V;
+#pragma unroll
+      for (int i = 0; i < V; ++i) s1[j + i] = dy[e][i], s2[j + i] = dy[e][i] * x[e][i];
+    }
+#pragma unroll
+    for (int k = 0; k < 2; ++k)
+      if (edge[k] >= 0) s1[edge[k]] = dye[k], s2[edge[k]] = dye[k] * xe[k];
+    __syncthreads();
+    constexpr int kWarps = B / kWarpSize;
+    const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+    const std::int64_t hw = p.spatial_size;
+    for (std::int64_t c = warp; c < p.channels_per_group; c += kWarps) {
+      float t1 = 0.f, t2 = 0.f;
+      for (std::int64_t k = lane; k < hw; k += kWarpSize) t1 += s1[c * hw + k], t2 += s2[c * hw + k];
+      store_warp_channel_sums(p, sample, view.channel0 + c, lane, t1, t2);
+    }
+  }
+  if constexpr (kWritesDx<Traits>) {
+    block_sum_array<B>(ab);
+    const float m = float(p.group_elements), a_mean = ab[0] / m, b_mean = ab[1] / m;
+    X* dxs = static_cast<X*>(p.dx);
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const std::int64_t q = t + std::int64_t(e) * B;
+      if (q >= run.body) continue;
+      const std::int64_t j = run.head + q * V;
+      SpanAffine<Traits> s(p, view.channel0, j);
+      float dx[V];
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        if (i > 0) s.next(p);
+        dx[i] = rstd * (s.a.gamma * dy[e][i] - a_mean - x[e][i] * b_mean);
+      }
+      store_vec<V>(dxs + view.base + j, dx);
+    }
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      if (edge[k] < 0) continue;
+      const float g = SpanAffine<Traits>(p, view.channel0, edge[k]).a.gamma;
+      dxs[view.base + edge[k]] = from_float<X>(rstd * (g * dye[k] - a_mean - xe[k] * b_mean));
+    }
+  }
+}
+
+// Family onchip: one workgroup per group, x and dy read once into registers. The per-channel
+// sums go through shared memory (one slot per vector channels-first, per element channels-
+// last) and are added up a wavefront per channel, in a fixed order.
+template <typename Traits>
+__global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p) {
+  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
+  constexpr bool kChannelsFirst = Traits::kLayout == Layout::channels_first;
+  constexpr int kSlots = B * E * (kChannelsFirst ? 1 : V);
+  static_assert(kSlots <= kBwdStagedSlots, "the per-channel staging must fit in 32 KB of shared memory");
+  using X = typename Traits::XType;
+  __shared__ float s1[kSlots], s2[kSlots];
+  const std::int64_t group = blockIdx.x, sample = group_sample(p, group);
+  const GroupView<Traits> view(p, group);
+  const float mean = p.mean[group], rstd = p.rstd[group];
+  if constexpr (kPeels<Traits>)
+    if (p.span) {
+      extern __shared__ float staged[];
+      bwd_onchip_span<Traits>(p, view, sample, mean, rstd, staged, staged + p.group_elements);
+      return;
+    }
+  float x[E][V], dy[E][V];
+  float ab[2] = {0.f, 0.f};
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    const std::int64_t q = threadIdx.x + std::int64_t(e) * B;
+    if (q < p.vectors) {
+      std::int64_t offset, channel;
+      view.locate(p, q, offset, channel);
+      load_vec<V>(static_cast<const X*>(p.x) + offset, x[e]);
+      load_vec<V>(static_cast<const X*>(p.dy) + offset, dy[e]);
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        const Affine<Traits> a(p, kChannelsFirst ? channel : channel + i);
+        backward_terms<Traits>(p, a, mean, rstd, x[e][i], dy[e][i]);
+        ab[0] += a.gamma * dy[e][i];
+        ab[1] += a.gamma * dy[e][i] * x[e][i];
+      }
+    }
+  }
+  if (wants_channel_sums<Traits>(p)) {
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const std::int64_t q = threadIdx.x + std::int64_t(e) * B;
+      if (q >= p.vectors) continue;
+      if constexpr (kChannelsFirst) {
+        float t1 = 0.f, t2 = 0.f;
+#pragma unroll
+        for (int i = 0; i < V; ++i) t1 += dy[e][i], t2 += dy[e][i] * x[e][i];
+        s1[q] = t1;
+        s2[q] = t2;
+      } else {
+#pragma unroll
+        for (int i = 0; i < V; ++i) s1[q * V + i] = dy[e][i], s2[q * V + i] = dy[e][i] * x[e][i];
+      }
+    }
+    __syncthreads();
+    constexpr int kWarps = B / kWarpSize;
+    const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+    const std::int64_t per_row = std::int64_t(p.vectors_per_row.divisor);
+    for (std::int64_t c = warp; c < p.channels_per_group; c += kWarps) {
+      float t1 = 0.f, t2 = 0.f;
+      if constexpr (kChannelsFirst) {  // channel c is row c: slots c*per_row ...
+        for (std::int64_t k = lane; k < per_row; k += kWarpSize) t1 += s1[c * per_row + k], t2 += s2[c * per_row + k];
+      } else {  // channel c is element c % V of vector column c / V in every row
+        const std::int64_t rows = std::int64_t(p.vectors_per_row.div(std::uint64_t(p.vectors))), col = c / V,
+                           i = c % V;
+        for (std::int64_t r = lane; r < rows; r += kWarpSize) {
+          const std::int64_t slot = (r * per_row + col) * V + i;
+          t1 += s1[slot], t2 += s2[slot];
+        }
+      }
+      store_warp_channel_sums(p, sample, view.channel0 + c, lane, t1, t2);
+    }
+  }
+  if constexpr (kWritesDx<Traits>) {
+    block_sum_array<B>(ab);
+    const float m = float(p.group_elements), a_mean = ab[0] / m, b_mean = ab[1] / m;
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const std::int64_t q = threadIdx.x + std::int64_t(e) * B;
+      if (q >= p.vectors) continue;
+      std::int64_t offset, channel;
+      view.locate(p, q, offset, channel);
+      float dx[V];
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        const float g = Affine<Traits>(p, kChannelsFirst ? channel : channel + i).gamma;
+        dx[i] = rstd * (g * dy[e][i] - a_mean - x[e][i] * b_mean);
+      }
+      store_vec<V>(static_cast<X*>(p.dx) + offset, dx);
+    }
+  }
+}
+
+template <>
+struct FamilyLauncher<Family::onchip> {
+  template <typename Traits>
+  static hipError_t launch(const Params& p, hipStream_t stream) {
+    if constexpr (Traits::kOp == Op::fwd) {
+      fwd_onchip_kernel<Traits><<<dim3(p.num_groups), dim3(Traits::kBlockSize), 0, stream>>>(p);
+      return hipGetLastError();
+    } else {
+      // span mode stages 2 M floats (bwd_onchip_span)
+      const std::size_t staged = p.span ? std::size_t(p.group_elements) * 2 * sizeof(float) : 0;
+      bwd_onchip_kernel<Traits><<<dim3(p.num_groups), dim3(Traits::kBlockSize), staged, stream>>>(p);
+      return launch_grid_gamma_beta<Traits>(p, stream);
+    }
+  }
+};
+
+}  // namespace hipgn::kernels

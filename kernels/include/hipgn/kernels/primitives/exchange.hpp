@@ -1,0 +1,101 @@
+// Workgroups of one grid exchanging partial results through global memory: arrival counters
+// with release and acquire, and reads of the partials past the L1.
+#pragma once
+
+#include <cstdint>
+
+#include "hipgn/platform.hpp"
+
+namespace hipgn::kernels {
+
+// A device-scope acquire load of an arrival word: what both exchanges below wait on.
+__device__ __forceinline__ std::uint32_t load_acquire(std::uint32_t* word) {
+#if defined(HIPGN_PLATFORM_AMD)
+  return __hip_atomic_load(word, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
+#else
+  std::uint32_t v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(word) : "memory");
+  return v;
+#endif
+}
+
+// Cross-workgroup exchange. Workgroups that share a unit of work each store their partial
+// result, then one thread of each, after a workgroup barrier that follows every store of the
+// partials, arrives at the unit's counter (a release at device scope, which the barrier makes
+// cover the whole workgroup's stores) and waits (acquire loads) until `expected` workgroups
+// have arrived; a workgroup barrier after the call lets the other threads read the partials.
+// No thread needs a fence of its own: a __threadfence() is a sequentially consistent fence
+// (MEMBAR.SC.GPU on sm_90), and one in every thread of a 512-workgroup grid cost the stream
+// family ~50 us a barrier (bench/NOTES.md). The caller guarantees all `expected` workgroups
+// are resident together (a cooperative launch), else this waits forever.
+__device__ __forceinline__ void arrive_and_wait(std::uint32_t* counter, std::uint32_t expected) {
+#if defined(HIPGN_PLATFORM_AMD)
+  __hip_atomic_fetch_add(counter, 1u, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
+#else
+  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(counter), "r"(1u) : "memory");
+#endif
+  while (load_acquire(counter) < expected) {
+#if defined(__CUDA_ARCH__)
+    __nanosleep(64);
+#elif defined(__HIP_DEVICE_COMPILE__)
+    __builtin_amdgcn_s_sleep(1);
+#endif
+  }
+}
+// One thread of each of `expected` workgroups arrives; the last to arrive raises `flag`, on
+// which the others wait. Every waiter polls the flag, not the counter the arrivals add to, and
+// backs off, so that polls do not queue in front of arrivals at the one L2 slice that holds
+// the counter (512 workgroups polling the counter itself spent ~45 us a barrier, bench/NOTES.md).
+// The counter and the flag sit in different 128-byte lines, zeroed by the launcher. Same
+// contract as arrive_and_wait otherwise.
+__device__ __forceinline__ void arrive_and_wait_flag(std::uint32_t* counter, std::uint32_t* flag, std::uint32_t expected) {
+#if defined(HIPGN_PLATFORM_AMD)
+  const std::uint32_t before = __hip_atomic_fetch_add(counter, 1u, __ATOMIC_ACQ_REL, __HIP_MEMORY_SCOPE_AGENT);
+  if (before + 1 == expected) {
+    __hip_atomic_store(flag, 1u, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
+    return;
+  }
+  while (load_acquire(flag) == 0u) __builtin_amdgcn_s_sleep(2);
+#else
+  std::uint32_t before;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(before) : "l"(counter), "r"(1u) : "memory");
+  if (before + 1 == expected) {
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flag), "r"(1u) : "memory");
+    return;
+  }
+  unsigned ns = 32;
+  while (load_acquire(flag) == 0u) {
+    __nanosleep(ns);
+    ns = ns < 512 ? 2 * ns : 512;
+  }
+#endif
+}
+// A read of another workgroup's partial, past this unit's (incoherent) L1, after the
+// exchange's fence. On NVIDIA an L2 load (ld.global.cg), which the hardware pipelines: a
+// volatile load is a relaxed system-scope access, and a loop of them waited on each in turn
+// (the stream family's merge of 264 partials a group: ~30 us, bench/NOTES.md).
+__device__ __forceinline__ float load_shared_partial(const float* p) {
+#if defined(__CUDA_ARCH__)
+  return __ldcg(p);
+#else
+  return *static_cast<const volatile float*>(p);
+#endif
+}
+__device__ __forceinline__ float2 load_shared_partial(const float2* p) {
+#if defined(__CUDA_ARCH__)
+  return __ldcg(p);
+#else
+  const volatile float* v = reinterpret_cast<const volatile float*>(p);
+  return make_float2(v[0], v[1]);
+#endif
+}
+__device__ __forceinline__ float4 load_shared_partial(const float4* p) {
+#if defined(__CUDA_ARCH__)
+  return __ldcg(p);
+#else
+  const volatile float* v = reinterpret_cast<const volatile float*>(p);
+  return make_float4(v[0], v[1], v[2], v[3]);
+#endif
+}
+
+}  // namespace hipgn::kernels

@@ -1,0 +1,92 @@
+// Vector memory access: N elements of x's storage type in one 16-byte access, widened to fp32
+// and narrowed back, and the peeling of a run whose start and length the vector does not
+// divide (a scalar head and tail around an aligned body).
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "hipgn/platform.hpp"
+#include "hipgn/storage.hpp"
+
+namespace hipgn::kernels {
+
+// N elements of T in one access: with sizeof(T) * N = 16 this is one 128-bit load or store.
+template <typename T, int N>
+struct alignas(sizeof(T) * N) Vec {
+  T v[N];
+};
+
+template <int N, typename T>
+__device__ __forceinline__ void load_vec(const T* p, float (&out)[N]) {
+  const Vec<T, N> r = *reinterpret_cast<const Vec<T, N>*>(p);
+#pragma unroll
+  for (int i = 0; i < N; ++i) out[i] = to_float(r.v[i]);
+}
+
+template <int N, typename T>
+__device__ __forceinline__ void store_vec(T* p, const float (&in)[N]) {
+  Vec<T, N> r;
+#pragma unroll
+  for (int i = 0; i < N; ++i) r.v[i] = from_float<T>(in[i]);
+  *reinterpret_cast<Vec<T, N>*>(p) = r;
+}
+
+// Vectors widened to fp32 and narrowed back, two elements a conversion instruction where the
+// target has one.
+template <typename T, int N>
+__device__ __forceinline__ void widen(const Vec<T, N>& r, float (&out)[N]) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (N % 2 == 0 && !std::is_same_v<T, float>) {  // two elements a conversion
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) {
+      float2 f;
+      if constexpr (std::is_same_v<T, f16_t>) f = __half22float2(reinterpret_cast<const __half2*>(r.v)[i]);
+      else f = __bfloat1622float2(reinterpret_cast<const __nv_bfloat162*>(r.v)[i]);
+      out[2 * i] = f.x, out[2 * i + 1] = f.y;
+    }
+  } else  // (an else, not a return: a loop after the return is unreachable, and nvcc says so)
+#endif
+  {
+#pragma unroll
+    for (int i = 0; i < N; ++i) out[i] = to_float(r.v[i]);
+  }
+}
+template <typename T, int N>
+__device__ __forceinline__ Vec<T, N> narrow(const float (&in)[N]) {
+  Vec<T, N> r;
+#if defined(__CUDA_ARCH__)
+  if constexpr (N % 2 == 0 && !std::is_same_v<T, float>) {  // one packing conversion per pair
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) {
+      if constexpr (std::is_same_v<T, f16_t>)
+        reinterpret_cast<__half2*>(r.v)[i] = __floats2half2_rn(in[2 * i], in[2 * i + 1]);
+      else
+        reinterpret_cast<__nv_bfloat162*>(r.v)[i] = __floats2bfloat162_rn(in[2 * i], in[2 * i + 1]);
+    }
+  } else
+#endif
+  {
+#pragma unroll
+    for (int i = 0; i < N; ++i) r.v[i] = from_float<T>(in[i]);
+  }
+  return r;
+}
+
+// A contiguous run of `length` elements starting at element `first` of a tensor whose element 0
+// lies `phase` elements past a 16-byte boundary (phase < V, V a power of two): the up to V-1
+// elements before the first aligned vector (head), the aligned vectors (body), and the up to V-1
+// elements after them (tail). Runs whose start and length are not multiples of V (a spatial size
+// the vector does not divide, a pointer off the boundary) still move their body 16 bytes an access.
+template <int V>
+struct Peel {
+  std::int64_t head, body, tail;
+  __device__ __forceinline__ Peel(int phase, std::int64_t first, std::int64_t length) {
+    const std::int64_t h = (V - ((phase + first) & (V - 1))) & (V - 1);
+    head = h < length ? h : length;
+    body = (length - head) / V;
+    tail = length - head - body * V;
+  }
+};
+
+}  // namespace hipgn::kernels
