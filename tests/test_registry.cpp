@@ -6,10 +6,14 @@
 #include <fstream>
 #include <set>
 
+#include "corpus.hpp"
+#include "hipgn/params.hpp"
 #include "hipgn/registry.hpp"
 
 namespace hipgn {
 namespace {
+
+using test::make_problem;
 
 TEST(Registry, HasInstances) {
   EXPECT_GT(Registry::global().all().size(), 0u);
@@ -56,6 +60,48 @@ TEST(Registry, ManifestListsTheRegisteredInstances) {
   for (const Instance& inst : Registry::global().all()) registered.insert(inst.name());
   EXPECT_EQ(listed, registered);
   EXPECT_EQ(manifest.at("count").get<std::size_t>(), registered.size());
+}
+
+// Instance::run hands the kernels the last group's sizes (Params::last_*): wider where the groups
+// are uneven, the others' where they are even, which is how the looped launcher tells the two
+// apart (families/looped.hpp). Checked on the launch's Params, captured without a GPU.
+Params g_captured;
+hipError_t capture(const Params& p, hipStream_t) {
+  g_captured = p;
+  return hipSuccess;
+}
+
+TEST(Instance, RunFillsTheLastGroupsSizes) {
+  const Tensors t{reinterpret_cast<const void*>(4096), reinterpret_cast<void*>(1 << 20)};
+  for (Layout layout : {Layout::channels_first, Layout::channels_last}) {
+    const Instance inst(InstanceSpec{Op::fwd, DataType::f16, DataType::f16, layout, Activation::none, Family::looped,
+                                     256, 2, 1},
+                        &capture);
+    const bool cf = layout == Layout::channels_first;
+    // C = 322, G = 32: 31 groups of 10 channels and a last one of 12, over 5 x 8 positions
+    const Problem uneven = make_problem({2, 322, {5, 8}, 32}, DataType::f16, DataType::f16, layout, Activation::none);
+    std::string why;
+    ASSERT_TRUE(inst.supports(uneven, &t, &why)) << why;
+    g_captured = Params{};
+    ASSERT_TRUE(inst.run(uneven, t, nullptr, nullptr).ok());
+    EXPECT_EQ(g_captured.channels_per_group, 10);
+    EXPECT_EQ(g_captured.last_channels, 12);
+    EXPECT_EQ(g_captured.vectors, 10 * 40 / 2);
+    EXPECT_EQ(g_captured.last_vectors, 12 * 40 / 2);
+    EXPECT_EQ(g_captured.group_elements, 10 * 40);
+    EXPECT_EQ(g_captured.last_group_elements, 12 * 40);
+    // a row is a channel's 40 positions (channels-first) or a position's 10 or 12 channels
+    EXPECT_EQ(g_captured.vectors_per_row.divisor, cf ? 20u : 5u);
+    EXPECT_EQ(g_captured.last_vectors_per_row.divisor, cf ? 20u : 6u);
+    // even groups: the last group's sizes are everyone's
+    const Problem even = make_problem({2, 320, {5, 8}, 32}, DataType::f16, DataType::f16, layout, Activation::none);
+    ASSERT_TRUE(inst.run(even, t, nullptr, nullptr).ok());
+    EXPECT_EQ(g_captured.last_channels, g_captured.channels_per_group);
+    EXPECT_EQ(g_captured.last_vectors, g_captured.vectors);
+    EXPECT_EQ(g_captured.last_group_elements, g_captured.group_elements);
+    EXPECT_EQ(g_captured.last_vectors_per_row.divisor, g_captured.vectors_per_row.divisor);
+    EXPECT_EQ(g_captured.last_vectors_per_row.multiplier, g_captured.vectors_per_row.multiplier);
+  }
 }
 
 }  // namespace
