@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""The heuristic against measured per-instance times, without device time.
+
+`bench.py --best` records, for each problem, the time of every built instance that supports it
+(`instances` in bench/results/latest.json). This asks the library built now which instance its
+automatic choice takes for each such problem (hipgn_choose_instance, the C API's; on a machine
+without a GPU the runtime assumes its default target, an H100 of 132 compute units, which is
+what the rows were measured on) and reports how often that choice is within the tolerance of the
+fastest timed instance: the issue's target is 5% on 95% of the suite. A heuristic change can so
+be judged on every measured row before it costs device time; a choice that names an instance
+the row did not time (added since) is counted apart, never as a hit.
+
+    python3 bench/heuristic_check.py [--results bench/results/latest.json] [--tolerance 1.05]
+        [--min-within 0.95 --manifest build/generated/manifest.json]
+
+The library is found as `import hipgn` finds it (HIPGN_LIBRARY, else the source tree's build).
+With --min-within it is a test (ctest's heuristic_on_measured_rows): exit status 1 below that
+share of hits, 77 (skipped) for a build other than the default preset's full selection or on a
+GPU other than the one the rows were measured on, whose choices the rows do not judge.
+"""
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import hipgn  # noqa: E402  (the package of this checkout)
+
+DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}  # bench.py's names -> hipgn's
+
+
+def problem_of(row):
+    """The row's problem as bench.py ran it: [N, C, spatial..., G], gamma in x's dtype, Swish."""
+    n, c, *spatial, groups = row["shape"]
+    dtype = DTYPES[row["dtype"]]
+    return hipgn.make_problem(row["op"], n, c, spatial, groups, dtype, dtype, row["layout"], "swish")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--results", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
+                                                      "latest.json"))
+    ap.add_argument("--tolerance", type=float, default=1.05, help="a hit is within this factor of the fastest")
+    ap.add_argument("--misses", type=int, default=20, help="list at most this many misses, worst first")
+    ap.add_argument("--min-within", type=float, help="fail below this share of rows within the tolerance")
+    ap.add_argument("--manifest", help="the build's manifest.json: skip (77) unless it is the default preset, unfiltered")
+    args = ap.parse_args()
+    if args.manifest:
+        with open(args.manifest, encoding="utf-8") as f:
+            manifest = json.load(f)
+        if manifest["preset"] != "default" or manifest["selection"]["pattern"]:
+            print(f"skipped: the rows were measured against the default preset's instances; this build is "
+                  f"{manifest['preset']!r} with filter {manifest['selection']['pattern']!r}")
+            return 77
+    with open(args.results, encoding="utf-8") as f:
+        doc = json.load(f)
+    handle = hipgn.library().handle()
+    measured_on = doc.get("meta", {}).get("gpu", "?")
+    print(f"device: {handle.device_name} ({handle.arch}, {handle.compute_units} compute units)"
+          f"{'' if handle.has_device else ', none present: the runtime assumes its default target'};"
+          f" rows measured on {measured_on}")
+    if args.min_within is not None and handle.has_device and handle.device_name != measured_on:
+        print(f"skipped: the rows were measured on {measured_on}, whose choices this device's need not be")
+        return 77
+    hits, misses, untimed, changed = 0, [], [], 0
+    rows = [r for r in doc["rows"] if r.get("instances")]
+    for r in rows:
+        times = r["instances"]
+        best = min(times.values())
+        chosen = handle.choose(problem_of(r))
+        changed += chosen != r.get("hipgn_name")
+        what = f"{r['name']} {r['dtype']} {r['layout']} {r['op']}"
+        if chosen not in times:
+            untimed.append(f"{what}: {chosen}")
+        elif times[chosen] <= args.tolerance * best:
+            hits += 1
+        else:
+            fastest = min(times, key=times.get)
+            misses.append((times[chosen] / best, f"{what}: {chosen} {times[chosen]:.2f} us, fastest {fastest} "
+                                                  f"{best:.2f} us"))
+    print(f"within {100 * (args.tolerance - 1):.0f}% of the fastest timed instance: {hits} of {len(rows)} rows "
+          f"({100 * hits / max(1, len(rows)):.1f}%); {len(misses)} misses, {len(untimed)} choices untimed; "
+          f"{changed} choices differ from the dispatched instance the rows recorded")
+    for ratio, line in sorted(misses, reverse=True)[:args.misses]:
+        print(f"  {ratio:.3f}x  {line}")
+    for line in untimed[:args.misses]:
+        print(f"  untimed  {line}")
+    if args.min_within is not None and hits < args.min_within * len(rows):
+        print(f"FAILED: below {100 * args.min_within:.0f}% of the rows")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
