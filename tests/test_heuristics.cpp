@@ -162,6 +162,42 @@ TEST(Heuristics, UnevenGroupsGoToFamiliesThatRunThem) {
   EXPECT_EQ(a, heuristic_choice(Registry::global(), kH100, even));
 }
 
+// The channels-last resident backward: the fewest slices, except where they leave more than
+// half the compute units idle (heuristics.cpp, better_resident; bench/heuristic_check.py).
+TEST(Heuristics, ResidentChannelsLastBackwardSpreadsFewSamples) {
+  const Shape layer_norm{2, 64, {32, 32}, 1}, sd{2, 960, {32, 32}, 32};
+  if (!reaches(Family::resident, layer_norm, Layout::channels_last, Op::bwd)) GTEST_SKIP() << "no resident backward";
+  auto residents = [](const Problem& p) {
+    std::vector<const Instance*> out;
+    for (const Instance* i : Registry::global().bucket(Key::of(p)))
+      if (i->spec().family == Family::resident && i->supports(p, nullptr, nullptr, kH100.compute_units))
+        out.push_back(i);
+    return out;
+  };
+  auto problem = [](const Shape& s) {
+    Problem p = make_problem(s, DataType::f16, DataType::f16, Layout::channels_last, Activation::swish);
+    p.op = Op::bwd;
+    return p;
+  };
+  // 2 samples of 1024 rows at C = 64: the most workgroups of the block (measured: 256 x 2, 32
+  // workgroups, 11.7 us; 256 x 4, 16, 13.0)
+  const Problem lp = problem(layer_norm);
+  const Instance* ln = choose(layer_norm, Layout::channels_last, DataType::f16, Op::bwd);
+  ASSERT_NE(ln, nullptr);
+  ASSERT_EQ(ln->spec().family, Family::resident) << ln->name();
+  for (const Instance* i : residents(lp))
+    if (i->spec().block == ln->spec().block && i->spec().vector == ln->spec().vector)
+      EXPECT_GE(ln->resident_shape(lp).items(), i->resident_shape(lp).items()) << ln->name() << " over " << i->name();
+  // past half the compute units the fewest slices (sd15_32x960: 512 x 4 29.2 us, 512 x 2 36.6)
+  const Problem sp = problem(sd);
+  const Instance* s = choose(sd, Layout::channels_last, DataType::f16, Op::bwd);
+  ASSERT_NE(s, nullptr);
+  if (s->spec().family != Family::resident) GTEST_SKIP() << "sd15_32x960's backward goes to " << s->name();
+  for (const Instance* i : residents(sp))
+    if (i->spec().vector == s->spec().vector && 2 * i->resident_shape(sp).items() >= kH100.compute_units)
+      EXPECT_LE(s->resident_shape(sp).slices, i->resident_shape(sp).slices) << s->name() << " over " << i->name();
+}
+
 TEST(Heuristics, SpatialSizeOneRunsAsChannelsLast) {
   const Shape hw1{8, 512, {1}, 32};
   if (!reaches(Family::onchip, hw1, Layout::channels_last)) GTEST_SKIP() << "no channels-last onchip instance";

@@ -317,7 +317,15 @@ bool better_resident(const Instance& a, const Instance& b, const Problem& p, con
   if (p.layout == Layout::channels_last) {
     // channels-last slices exchange G partials each, so the fewest slices win: SD 64x64 C=320
     // 512 x 8 (43 slices a sample) 22.1 us against 256 x 8 (86) 35.0; ResNet 56x56 C=256
-    // 512 x 8 104.9 against 256 x 8 174.5
+    // 512 x 8 104.9 against 256 x 8 174.5. Not where they leave more than half the compute
+    // units idle: there a workgroup's chain of loads, sums and exchange is the time, and more,
+    // shorter ones win (layer_norm_32x64, 2 samples of 1024 rows at C = 64: 256 x 2, 32
+    // workgroups, 11.7 us against 256 x 4, 16, 13.0, both dtypes; from 128 workgroups the
+    // fewest slices again: sd15_32x960 512 x 4 29.2 against 512 x 2 36.6, vae_64x512 27.1
+    // against 36.7; bench/results/latest.json, every instance timed, bench/heuristic_check.py)
+    const bool busy_a = 2 * fa.items() >= cus, busy_b = 2 * fb.items() >= cus;
+    if (busy_a != busy_b) return busy_a;
+    if (!busy_a && fa.items() != fb.items()) return fa.items() > fb.items();
     if (fa.slices != fb.slices) return fa.slices < fb.slices;
     return x.block < y.block;
   }
