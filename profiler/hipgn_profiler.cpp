@@ -142,13 +142,10 @@ int main(int argc, char** argv) {
   const std::vector<const Instance*>& candidates = sel.candidates;
   const Instance* const chosen = sel.chosen;
 
-  if (p.uneven())
-    std::printf("problem:   %s (%lld elements, %lld groups of %lld, the last of each sample %lld)\n",
-                p.to_string().c_str(), (long long)p.elements(), (long long)p.num_groups(), (long long)p.group_elements(),
-                (long long)(p.last_group_channels() * p.spatial_size()));
-  else
-    std::printf("problem:   %s (%lld elements, %lld groups of %lld)\n", p.to_string().c_str(),
-                (long long)p.elements(), (long long)p.num_groups(), (long long)p.group_elements());
+  const std::string last =
+      p.uneven() ? ", the last of each sample " + std::to_string(p.last_group_channels() * p.spatial_size()) : "";
+  std::printf("problem:   %s (%lld elements, %lld groups of %lld%s)\n", p.to_string().c_str(), (long long)p.elements(),
+              (long long)p.num_groups(), (long long)p.group_elements(), last.c_str());
   const DeviceInfo& dev = handle->device();
   if (gpu)
     std::printf("device:    %s (%s), %d compute units, %lld MB L2, %lld KB shared memory a workgroup; rules: %s's\n",

@@ -202,11 +202,17 @@ Status Dispatcher::workspace_size(const Problem& p, const std::string& instance,
   // 8 bytes per (n, c); stream: 8 bytes per group of each of a few items a compute unit).
   const std::vector<const Instance*> all = supporting(p);
   if (all.empty()) return Status::error(StatusCode::not_built, not_built_message(p, build_config()));
-  for (const Instance* inst : all) {
-    Problem view;
-    *bytes = std::max(*bytes, inst->workspace_bytes(as_run(p, *inst, &view), info_.cus()));
-  }
+  *bytes = largest_workspace(p, all);
   return Status::success();
+}
+
+std::size_t Dispatcher::largest_workspace(const Problem& p, const std::vector<const Instance*>& instances) const {
+  std::size_t bytes = 0;
+  for (const Instance* inst : instances) {
+    Problem view;
+    bytes = std::max(bytes, inst->workspace_bytes(as_run(p, *inst, &view), info_.cus()));
+  }
+  return bytes;
 }
 
 std::vector<const Instance*> Dispatcher::supporting(const Problem& p) const {

@@ -64,8 +64,8 @@ Status Dispatcher::tune(const Problem& p, hipStream_t stream, TuneResult* out, c
     return Status::error(StatusCode::invalid_argument, "tuning needs iters >= 1 and warmup >= 0");
   // every supporting instance, and one workspace that any of them can use
   const std::vector<const Instance*> candidates = supporting(p);
-  std::size_t ws_bytes = 0;
-  if (Status s = workspace_size(p, "", &ws_bytes); !s.ok()) return s;  // not_built where none runs p
+  if (candidates.empty()) return Status::error(StatusCode::not_built, not_built_message(p, build_config()));
+  const std::size_t ws_bytes = largest_workspace(p, candidates);
   if (!has_device_) return Status::error(StatusCode::no_device, "no GPU: this handle cannot tune");
 
   // inputs as the profiler makes them: x around 0.5 with spread, gamma near 1

@@ -48,7 +48,7 @@ Problem TuningKey::problem() const {
   p.layout = layout;
   p.act = act;
   // C % G != 0 is valid only for an uneven-groups problem, so the key needs no field of its own
-  p.uneven_groups = groups > 0 && c % groups != 0;
+  p.uneven_groups = p.uneven();
   return p;
 }
 

@@ -82,6 +82,8 @@ class Dispatcher {
  private:
   Dispatcher(DeviceInfo info, bool has_device) : info_(std::move(info)), has_device_(has_device) {}
   Status workspace_for(hipStream_t, std::size_t bytes, void** ptr);
+  // The largest workspace any of `instances` (supporting(p)'s) needs for p.
+  std::size_t largest_workspace(const Problem& p, const std::vector<const Instance*>& instances) const;
   // Validates and picks the instance: the named one, or the automatic choice.
   Status select(const Problem&, const Tensors&, const std::string& instance, const Instance** out) const;
   void read_env_tuning_db();

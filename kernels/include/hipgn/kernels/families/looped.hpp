@@ -61,17 +61,14 @@ struct FamilyLauncher<Family::looped> {
   template <typename Traits>
   static hipError_t launch(const Params& p, hipStream_t stream) {
     const bool uneven = p.last_channels != p.channels_per_group;
+    const dim3 grid(p.num_groups), block(Traits::kBlockSize);
     if constexpr (Traits::kOp == Op::fwd) {
-      if (uneven)
-        fwd_looped_kernel<UnevenGroups<Traits>><<<dim3(p.num_groups), dim3(Traits::kBlockSize), 0, stream>>>(p);
-      else
-        fwd_looped_kernel<Traits><<<dim3(p.num_groups), dim3(Traits::kBlockSize), 0, stream>>>(p);
+      const auto kernel = uneven ? &fwd_looped_kernel<UnevenGroups<Traits>> : &fwd_looped_kernel<Traits>;
+      kernel<<<grid, block, 0, stream>>>(p);
       return hipGetLastError();
     } else {
-      if (uneven)
-        bwd_looped_kernel<UnevenGroups<Traits>><<<dim3(p.num_groups), dim3(Traits::kBlockSize), 0, stream>>>(p);
-      else
-        bwd_looped_kernel<Traits><<<dim3(p.num_groups), dim3(Traits::kBlockSize), 0, stream>>>(p);
+      const auto kernel = uneven ? &bwd_looped_kernel<UnevenGroups<Traits>> : &bwd_looped_kernel<Traits>;
+      kernel<<<grid, block, 0, stream>>>(p);
       return launch_grid_gamma_beta<Traits>(p, stream);
     }
   }
