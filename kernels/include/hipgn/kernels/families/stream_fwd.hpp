@@ -7,7 +7,8 @@
 //      sums of squares free of cancellation). Shared memory adds the lanes, then turns the
 //      item's channels into its groups' (mean, M2), which go to the workspace: 8 bytes a
 //      group an item, small next to the item.
-//   2. A wavefront per group merges its parts (Chan) in a fixed order: the same bits every run.
+//   2. A workgroup (or, with more groups than workgroups, a wavefront) per group merges its
+//      parts (Chan) in a fixed order: the same bits every run.
 //   3. Items are read again in the reverse order, and each item's rows from last to first, so
 //      the rows read last in phase 1, which the L2 still holds, come first; y = act(x * scale
 //      + shift) with each thread's scale and shift computed once an item. A workgroup's last
@@ -238,42 +239,56 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
   }
   grid_barrier(p.counters, 0);
 
-  // Phase 2: a wavefront per group merges its parts' (count, mean, M2): lanes stride over the
-  // parts, then a fixed shuffle tree, so every run gives the same bits.
-  {
+  // Phase 2: each group's parts' (count, mean, M2) merged in a fixed order, so every run gives
+  // the same bits. Where the grid has a workgroup for every group, a workgroup a group: threads
+  // over the parts, a (mean, M2) pair a load, then block_merge's tree. A wavefront a group
+  // there put every merge on the first few workgroups, whose compute units read all the
+  // partials, a 32-byte sector for each 8-byte pair: 5-8 us (clock64 around the phase,
+  // sdxl_128x320 and vae_128x512), the rest of the grid waiting. With more groups than
+  // workgroups (r50_56x256_n32: 1024), a wavefront a group, which spreads them over the grid
+  // in one round where a workgroup a group takes four (3-6% slower there).
+  auto finish = [&](int gi, Stats st) {
+    const float rstd = rsqrtf(st.m2 / st.n + p.eps);
+    p.group_stats[2 * gi] = st.mean;
+    p.group_stats[2 * gi + 1] = rstd;
+    save_stats(p, gi, st.mean, rstd);
+  };
+  auto part_stats = [&](const float2* w, int q) {
+    const float2 v = load_shared_partial(w + std::int64_t(q) * groups);
+    return Stats{float(sg.part_rows_of(q)) * float(cpg), v.x, v.y};
+  };
+  auto partials_of = [&](int gi) {
+    const int n = int(p.groups_div.div(std::uint32_t(gi)));
+    return reinterpret_cast<const float2*>(p.partials) + std::int64_t(n) * parts * groups + (gi - n * groups);
+  };
+  if (p.num_groups <= int(gridDim.x)) {
+    if (int(blockIdx.x) < p.num_groups) {
+      const int gi = blockIdx.x;
+      const float2* w = partials_of(gi);
+      Stats st{0.f, 0.f, 0.f};
+      for (int q = t; q < parts; q += B) st = merge(st, part_stats(w, q));
+      st = block_merge<B>(st);
+      if (t == 0) finish(gi, st);
+    }
+  } else {
     const int lane_id = t % kWarpSize;
-    const int warps = B / kWarpSize, wave = int(blockIdx.x) * warps + t / kWarpSize;
-    for (int gi = wave; gi < p.num_groups; gi += int(gridDim.x) * warps) {
-      const int n = int(p.groups_div.div(std::uint32_t(gi)));
-      const float* w = p.partials + (std::int64_t(n) * parts * groups + (gi - n * groups)) * 2;
+    for (int gi = int(blockIdx.x) * (B / kWarpSize) + t / kWarpSize; gi < p.num_groups;
+         gi += int(gridDim.x) * (B / kWarpSize)) {
+      const float2* w = partials_of(gi);
       // four partials a lane in flight before any is merged: the loop is a chain of L2
       // latencies otherwise, with every other workgroup waiting at the next barrier
       constexpr int kBatch = 4;
       Stats st{0.f, 0.f, 0.f};
       for (int q0 = lane_id; q0 < parts; q0 += kBatch * kWarpSize) {
-        float mean[kBatch], m2[kBatch];
+        Stats part[kBatch];
 #pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
-          const int q = q0 + b * kWarpSize;
-          mean[b] = q < parts ? load_shared_partial(w + std::int64_t(q) * groups * 2) : 0.f;
-          m2[b] = q < parts ? load_shared_partial(w + std::int64_t(q) * groups * 2 + 1) : 0.f;
-        }
+        for (int b = 0; b < kBatch; ++b)
+          part[b] = q0 + b * kWarpSize < parts ? part_stats(w, q0 + b * kWarpSize) : Stats{0.f, 0.f, 0.f};
 #pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
-          const int q = q0 + b * kWarpSize;
-          if (q < parts) {
-            const int rows = sg.part_rows_of(q);
-            st = merge(st, Stats{float(rows) * float(cpg), mean[b], m2[b]});
-          }
-        }
+        for (int b = 0; b < kBatch; ++b) st = merge(st, part[b]);
       }
       st = warp_merge(st);
-      if (lane_id == 0) {
-        const float rstd = rsqrtf(st.m2 / st.n + p.eps);
-        p.group_stats[2 * gi] = st.mean;
-        p.group_stats[2 * gi + 1] = rstd;
-        save_stats(p, gi, st.mean, rstd);
-      }
+      if (lane_id == 0) finish(gi, st);
     }
   }
   grid_barrier(p.counters, 1);
