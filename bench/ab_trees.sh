@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# On the GPU machine: an A/B of two source trees in one session, for changes no environment
+# variable can switch off (bench/ab_round.sh is for those that can): A, this working tree; B,
+# another tree at $B_TREE (default ab_old/, git-ignored). Make B on the CPU machine and carry it:
+#     rm -rf ab_old && mkdir ab_old && git archive HEAD | tar -x -C ab_old
+#     device run, carry [".deps", "ab_old"]:  TEST_FILTER=... BENCH_ARGS=... bash bench/ab_trees.sh
+# Both build with PRESET (default `minimal`: a minute where the default preset takes two each,
+# and it has the generic and one instance a family), in parallel; A's instance tests of
+# TEST_FILTER run; then bench.py with BENCH_ARGS, B then A, ROUNDS times (run-to-run spread
+# shows between rounds), each round's comparison printed by bench/ab_compare.py. Logs under $OUT.
+set -uo pipefail
+OUT=${OUT:-/tmp/hipgn-out}
+mkdir -p "$OUT"
+R=$PWD
+B_TREE=${B_TREE:-$R/ab_old}
+[ -f "$B_TREE/CMakeLists.txt" ] || { echo "ab_trees: no tree at $B_TREE (see the header)"; exit 2; }
+for side in a b; do
+  src=$R; [ $side = b ] && src=$B_TREE
+  cmake -S "$src" -B /tmp/ab_$side -G Ninja -DHIPGN_PRESET=${PRESET:-minimal} -DCMAKE_PREFIX_PATH="$R/.deps/root/usr" \
+    > "$OUT/configure_$side.log" 2>&1 || { tail -20 "$OUT/configure_$side.log"; exit 1; }
+done
+for side in a b; do
+  (cmake --build /tmp/ab_$side -j 8 > "$OUT/build_$side.log" 2>&1 || { grep -E -A5 "error|FAILED" "$OUT/build_$side.log" | head -30; exit 1; }) &
+done
+wait
+for side in a b; do [ -f /tmp/ab_$side/runtime/libhipgn.so ] || { echo "ab_trees: build $side failed"; exit 1; }; done
+if [ -n "${TEST_FILTER:-}" ]; then
+  /tmp/ab_a/tests/hipgn_tests --gtest_filter="$TEST_FILTER" > "$OUT/tests_a.log" 2>&1
+  echo "tests (A): rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/tests_a.log" | tr '\n' ' ')"
+  grep -E "^\[  FAILED" "$OUT/tests_a.log" | head -20
+fi
+if [ -n "${BENCH_ARGS:-}" ]; then
+  for round in $(seq 1 ${ROUNDS:-2}); do
+    for side in b a; do
+      mkdir -p /tmp/ab_res_$side$round
+      PYTHONUNBUFFERED=1 timeout ${BENCH_TIMEOUT:-200} python3 bench/bench.py --lib /tmp/ab_$side/runtime/libhipgn.so \
+        --out /tmp/ab_res_$side$round $BENCH_ARGS > "$OUT/bench_$side$round.log" 2>&1 || tail -5 "$OUT/bench_$side$round.log"
+    done
+    python3 bench/ab_compare.py /tmp/ab_res_a$round/latest.json /tmp/ab_res_b$round/latest.json
+  done
+  cp /tmp/ab_res_a1/latest.json "$OUT/a1.json"
+  cp /tmp/ab_res_b1/latest.json "$OUT/b1.json"
+fi
