@@ -27,6 +27,7 @@
 #include "hipgn/kernels/primitives/backward.hpp"
 #include "hipgn/kernels/primitives/exchange.hpp"
 #include "hipgn/kernels/primitives/persistent.hpp"
+#include "hipgn/kernels/primitives/phase_clock.hpp"
 #include "hipgn/kernels/primitives/reduce.hpp"
 #include "hipgn/kernels/primitives/target.hpp"
 #include "hipgn/kernels/primitives/vector.hpp"
@@ -176,6 +177,8 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     return StreamBwdChannel{mean, rstd, affine[ch] * rstd, affine[c + ch]};
   };
 
+  PhaseClock<5> phases;  // bench/phase_times.sh
+
   // Phase 1: per-channel sums of each item.
   for (int item = blockIdx.x; item < sg.items; item += gridDim.x) {
     std::int64_t base;
@@ -233,7 +236,9 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
       partials[std::int64_t(item) * c + ch] = make_float2(a, b);
     }
   }
+  phases.mark();
   grid_barrier(p.counters, 0);
+  phases.mark();
 
   // Phase 2: S1, S2 of every (sample, channel), a team of L lanes each (L a power of two, so
   // that a team's parts are few): lanes add parts q = l, l + L, ... in order, then a fixed
@@ -271,7 +276,9 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
       if (team < pairs && l == 0) totals[team] = make_float2(a, b);
     }
   }
+  phases.mark();
   grid_barrier(p.counters, 1);
+  phases.mark();
 
   // Phase 3a: dgamma = sum_n S2, dbeta = sum_n S1, a thread per channel, samples in order.
   if (wants_channel_sums<Traits>(p))
@@ -285,6 +292,8 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
       static_cast<Gm*>(p.dbeta)[ch] = from_float<Gm>(a);
     }
   if constexpr (kWritesDx<Traits>) stream_bwd_dx<Traits>(p, sg, affine, weighted, red, channel);
+  phases.mark();
+  phases.report("bwd_stream_cl");
 }
 
 template <typename Traits>

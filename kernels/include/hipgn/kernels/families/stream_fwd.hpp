@@ -28,6 +28,7 @@
 #include "hipgn/kernels/primitives/activation.hpp"
 #include "hipgn/kernels/primitives/exchange.hpp"
 #include "hipgn/kernels/primitives/persistent.hpp"
+#include "hipgn/kernels/primitives/phase_clock.hpp"
 #include "hipgn/kernels/primitives/reduce.hpp"
 #include "hipgn/kernels/primitives/target.hpp"
 #include "hipgn/kernels/primitives/vector.hpp"
@@ -153,6 +154,8 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     }
   }
 
+  PhaseClock<5> phases;  // bench/phase_times.sh
+
   // Phase 1: per-channel shifted sums of each item.
   for (int item = blockIdx.x; item < items; item += gridDim.x) {
     std::int64_t base;
@@ -237,7 +240,9 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
       if (t % kWarpSize == 0) out[g] = make_float2(mean, q);
     }
   }
+  phases.mark();
   grid_barrier(p.counters, 0);
+  phases.mark();
 
   // Phase 2: each group's parts' (count, mean, M2) merged in a fixed order, so every run gives
   // the same bits. Where the grid has a workgroup for every group, a workgroup a group: threads
@@ -291,7 +296,9 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
       if (lane_id == 0) finish(gi, st);
     }
   }
+  phases.mark();
   grid_barrier(p.counters, 1);
+  phases.mark();
 
   // Phase 3: y, items and rows in reverse.
   const int first = int(blockIdx.x), step = int(gridDim.x);
@@ -354,6 +361,8 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
         }
     }
   }
+  phases.mark();
+  phases.report("fwd_stream_cl");
 }
 
 // Bytes of shared memory a stream forward workgroup, `per_cu` of them a compute unit, may keep

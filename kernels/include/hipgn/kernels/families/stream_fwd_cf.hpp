@@ -29,6 +29,7 @@
 #include "hipgn/kernels/primitives/activation.hpp"
 #include "hipgn/kernels/primitives/exchange.hpp"
 #include "hipgn/kernels/primitives/persistent.hpp"
+#include "hipgn/kernels/primitives/phase_clock.hpp"
 #include "hipgn/kernels/primitives/reduce.hpp"
 #include "hipgn/kernels/primitives/target.hpp"
 #include "hipgn/kernels/primitives/vector.hpp"
@@ -139,6 +140,8 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
   auto first_row = [&](int share) { return floor_div(f.begin(share), hw); };
   auto row_count = [&](int share) { return int(floor_div(f.end(share) - 1, hw) - first_row(share)) + 1; };
 
+  PhaseClock<3> phases;  // bench/phase_times.sh
+
   // Phase 1: each segment's (n, mean, M2), to slot share + group.
   int last_share = b;
   for (int share = b; share < f.shares; share += grid) {
@@ -206,7 +209,9 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
       __syncthreads();  // red and seg_k are free for the next batch
     }
   }
+  phases.mark();
   grid_barrier(p.counters, 0);
+  phases.mark();
 
   // Phase 2: y, shares, segments and vectors in reverse.
   for (int share = b + (f.shares - 1 - b) / grid * grid; share >= b; share -= grid) {
@@ -295,6 +300,8 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
       }
     }
   }
+  phases.mark();
+  phases.report("fwd_stream_cf");
 }
 
 template <typename Traits>
