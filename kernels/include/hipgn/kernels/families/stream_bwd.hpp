@@ -177,7 +177,8 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     return StreamBwdChannel{mean, rstd, affine[ch] * rstd, affine[c + ch]};
   };
 
-  PhaseClock<5> phases;  // bench/phase_times.sh
+  // bench/phase_times.sh: phase 1's loads | its reductions | barrier | phase 2 | barrier | phase 3
+  PhaseClock<6> phases;
 
   // Phase 1: per-channel sums of each item.
   for (int item = blockIdx.x; item < sg.items; item += gridDim.x) {
@@ -227,6 +228,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     for (int j = 0; j < E; ++j)
 #pragma unroll
       for (int i = 0; i < V; ++i) s2[j][i] *= k[j][i].rstd;  // S2 = rstd sum dy' (x - mean)
+    phases.lap(0);
     __syncthreads();  // the previous item's lanes were read
     sg.stage_lane(red, s1, s2);
     __syncthreads();
@@ -235,10 +237,10 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
       sg.lane_total(red, ch, a, b);
       partials[std::int64_t(item) * c + ch] = make_float2(a, b);
     }
+    phases.lap(1);
   }
-  phases.mark();
   grid_barrier(p.counters, 0);
-  phases.mark();
+  phases.lap(2);
 
   // Phase 2: S1, S2 of every (sample, channel), a team of L lanes each (L a power of two, so
   // that a team's parts are few): lanes add parts q = l, l + L, ... in order, then a fixed
@@ -276,9 +278,9 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
       if (team < pairs && l == 0) totals[team] = make_float2(a, b);
     }
   }
-  phases.mark();
+  phases.lap(3);
   grid_barrier(p.counters, 1);
-  phases.mark();
+  phases.lap(4);
 
   // Phase 3a: dgamma = sum_n S2, dbeta = sum_n S1, a thread per channel, samples in order.
   if (wants_channel_sums<Traits>(p))
@@ -292,7 +294,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
       static_cast<Gm*>(p.dbeta)[ch] = from_float<Gm>(a);
     }
   if constexpr (kWritesDx<Traits>) stream_bwd_dx<Traits>(p, sg, affine, weighted, red, channel);
-  phases.mark();
+  phases.lap(5);
   phases.report("bwd_stream_cl");
 }
 

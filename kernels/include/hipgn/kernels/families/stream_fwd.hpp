@@ -154,7 +154,9 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     }
   }
 
-  PhaseClock<5> phases;  // bench/phase_times.sh
+  // bench/phase_times.sh: phase 1's loads | its reductions | barrier | merge | barrier | phase 3's
+  // scale and shift | its rows
+  PhaseClock<7> phases;
 
   // Phase 1: per-channel shifted sums of each item.
   for (int item = blockIdx.x; item < items; item += gridDim.x) {
@@ -206,6 +208,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
           }
         }
     }
+    phases.lap(0);
     __syncthreads();  // the previous item's lanes were read
     sg.stage_lane(red, s1, s2);
     if (lane == 0)
@@ -239,10 +242,10 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
       q = warp_sum(q);
       if (t % kWarpSize == 0) out[g] = make_float2(mean, q);
     }
+    phases.lap(1);
   }
-  phases.mark();
   grid_barrier(p.counters, 0);
-  phases.mark();
+  phases.lap(2);
 
   // Phase 2: each group's parts' (count, mean, M2) merged in a fixed order, so every run gives
   // the same bits. Where the grid has a workgroup for every group, a workgroup a group: threads
@@ -296,9 +299,9 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
       if (lane_id == 0) finish(gi, st);
     }
   }
-  phases.mark();
+  phases.lap(3);
   grid_barrier(p.counters, 1);
-  phases.mark();
+  phases.lap(4);
 
   // Phase 3: y, items and rows in reverse.
   const int first = int(blockIdx.x), step = int(gridDim.x);
@@ -343,6 +346,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
         sc[j][i] = cols[j] >= 0 ? red[cols[j] * V + i] : 0.f;
         sh[j][i] = cols[j] >= 0 ? red[c + cols[j] * V + i] : 0.f;
       }
+    phases.lap(5);
 #pragma unroll 1
     for (int m = mine - 1; m >= 0; m -= U) {
       VecT raw[U][E];
@@ -360,8 +364,8 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
           }
         }
     }
+    phases.lap(6);
   }
-  phases.mark();
   phases.report("fwd_stream_cl");
 }
 

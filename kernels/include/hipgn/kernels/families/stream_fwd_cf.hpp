@@ -140,7 +140,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
   auto first_row = [&](int share) { return floor_div(f.begin(share), hw); };
   auto row_count = [&](int share) { return int(floor_div(f.end(share) - 1, hw) - first_row(share)) + 1; };
 
-  PhaseClock<3> phases;  // bench/phase_times.sh
+  PhaseClock<3> phases;  // bench/phase_times.sh: phase 1 | barrier | phase 2
 
   // Phase 1: each segment's (n, mean, M2), to slot share + group.
   int last_share = b;
@@ -209,9 +209,9 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
       __syncthreads();  // red and seg_k are free for the next batch
     }
   }
-  phases.mark();
+  phases.lap(0);
   grid_barrier(p.counters, 0);
-  phases.mark();
+  phases.lap(1);
 
   // Phase 2: y, shares, segments and vectors in reverse.
   for (int share = b + (f.shares - 1 - b) / grid * grid; share >= b; share -= grid) {
@@ -300,7 +300,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
       }
     }
   }
-  phases.mark();
+  phases.lap(2);
   phases.report("fwd_stream_cf");
 }
 

@@ -1,12 +1,12 @@
 // Phase times, for development only. Built with HIPGN_PHASE_TIMES defined (bench/phase_times.sh
-// builds so), a persistent kernel stamps clock64() at each mark (after a block barrier, so a
-// mark is where the whole workgroup got to), and thread 0 of the first four workgroups and of
-// every sixteenth prints the cycles between its marks when the kernel ends. Nsight Compute's
+// builds so), a persistent kernel stamps clock64() at each lap (after a block barrier, so a
+// lap is where the whole workgroup got to), and thread 0 of the first four workgroups and of
+// every sixteenth prints each interval's cycles when the kernel ends. Nsight Compute's
 // stall sampling charges a grid barrier's wait to the instruction after it, not to the phase
 // that the workgroups being waited for are still in; these stamps tell which phase the grid
 // waits on (bench/NOTES.md, "The channels-last stream forward's merge": the merge that five
 // workgroups ran while the rest waited). Without the macro every member is empty and inlined
-// away: the kernels' code is what it is without the marks.
+// away: the kernels' code is what it is without the laps.
 #pragma once
 
 #if defined(HIPGN_PHASE_TIMES)
@@ -15,27 +15,31 @@
 
 namespace hipgn::kernels {
 
-// kMarks marks at most (5 printed); every thread of the workgroup calls mark() at the same points.
-template <int kMarks>
+// kIntervals intervals (at most 8): lap(i) adds the cycles since the previous lap (or the
+// start) to interval i, so a lap inside a loop over items sums that step over the workgroup's
+// items. Every thread of the workgroup calls lap() at the same points.
+template <int kIntervals>
 struct PhaseClock {
-  static_assert(kMarks >= 1 && kMarks <= 5, "the report prints five intervals");
+  static_assert(kIntervals >= 1 && kIntervals <= 8, "the report prints eight intervals");
 #if defined(HIPGN_PHASE_TIMES)
-  long long at[kMarks + 1];
-  int marks = 0;
-  __device__ PhaseClock() { at[0] = clock64(); }
-  __device__ void mark() {
+  long long sum[kIntervals] = {};
+  long long last;
+  __device__ PhaseClock() { last = clock64(); }
+  __device__ void lap(int i) {
     __syncthreads();
-    if (marks < kMarks) at[++marks] = clock64();
+    const long long now = clock64();
+    sum[i] += now - last;
+    last = now;
   }
   __device__ void report(const char* kernel) const {
     if (threadIdx.x != 0 || (blockIdx.x >= 4 && blockIdx.x % 16 != 0)) return;
-    long long d[5] = {-1, -1, -1, -1, -1};
-    for (int i = 0; i < marks; ++i) d[i] = at[i + 1] - at[i];
-    printf("phase_times %s block %d of %d: %lld %lld %lld %lld %lld\n", kernel, int(blockIdx.x), int(gridDim.x), d[0],
-           d[1], d[2], d[3], d[4]);
+    long long d[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+    for (int i = 0; i < kIntervals; ++i) d[i] = sum[i];
+    printf("phase_times %s block %d of %d: %lld %lld %lld %lld %lld %lld %lld %lld\n", kernel, int(blockIdx.x),
+           int(gridDim.x), d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]);
   }
 #else
-  __device__ __forceinline__ void mark() {}
+  __device__ __forceinline__ void lap(int) {}
   __device__ __forceinline__ void report(const char*) const {}
 #endif
 };
