@@ -58,9 +58,9 @@ __device__ __forceinline__ void stream_bwd_terms(const VecT& rx, const VecT& rdy
 }
 
 // Phase 3b of the kernel below: dx, items and rows in reverse.
-template <typename Traits, typename Channel>
+template <typename Traits, typename Channels>
 __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeometry<Traits>& sg, const float* affine,
-                                              float* weighted, float* red, Channel channel) {
+                                              float* weighted, float* red, Channels channels) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread, U = kStreamUnroll;
   using T = typename Traits::XType;
   using VecT = Vec<T, V>;
@@ -95,19 +95,19 @@ __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeome
     StreamBwdChannel k[E][V];
     float dslope[E][V], dconst[E][V];  // dx = slope dy' + dslope (x - mean) + dconst
 #pragma unroll
-    for (int j = 0; j < E; ++j)
+    for (int j = 0; j < E; ++j) {
+      channels(n, j, k[j]);
 #pragma unroll
       for (int i = 0; i < V; ++i) {
         if (cols[j] >= 0) {
-          k[j][i] = channel(n, j, i);
           const int g = int(p.cpg_div.div(std::uint32_t(cols[j] * V + i)));
           dslope[j][i] = -k[j][i].rstd * k[j][i].rstd * red[groups + g];
           dconst[j][i] = -k[j][i].rstd * red[g];
         } else {
-          k[j][i] = StreamBwdChannel{0.f, 0.f, 0.f, 0.f};
           dslope[j][i] = dconst[j][i] = 0.f;
         }
       }
+    }
     const int mine = sg.mine(rows);
     const std::int64_t first = base + std::int64_t(r0 + lane) * sg.row_vectors;
     const VecT* xs = reinterpret_cast<const VecT*>(x) + first;
@@ -170,11 +170,23 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     }
     __syncthreads();
   }
-  // channel i of column vector j of sample n
-  auto channel = [&](int n, int j, int i) {
-    const int ch = cols[j] * V + i, gi = n * groups + int(p.cpg_div.div(std::uint32_t(ch)));
-    const float mean = p.mean[gi], rstd = p.rstd[gi];
-    return StreamBwdChannel{mean, rstd, affine[ch] * rstd, affine[c + ch]};
+  // the channels of column vector j of sample n (zeros past the row); gamma and beta V floats a
+  // load, as stage_lane's stores: a thread's V channels one at a time are V-way bank conflicts
+  auto channels = [&](int n, int j, StreamBwdChannel(&kj)[V]) {
+    if (cols[j] < 0) {
+#pragma unroll
+      for (int i = 0; i < V; ++i) kj[i] = StreamBwdChannel{0.f, 0.f, 0.f, 0.f};
+      return;
+    }
+    float gm[V], bt[V];
+    load_vec<V>(affine + cols[j] * V, gm);
+    load_vec<V>(affine + c + cols[j] * V, bt);
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      const int gi = n * groups + int(p.cpg_div.div(std::uint32_t(cols[j] * V + i)));
+      const float mean = p.mean[gi], rstd = p.rstd[gi];
+      kj[i] = StreamBwdChannel{mean, rstd, gm[i] * rstd, bt[i]};
+    }
   };
 
   // bench/phase_times.sh: phase 1's loads | its reductions | barrier | phase 2 | barrier | phase 3
@@ -188,12 +200,11 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     StreamBwdChannel k[E][V];
     float s1[E][V], s2[E][V];
 #pragma unroll
-    for (int j = 0; j < E; ++j)
+    for (int j = 0; j < E; ++j) {
+      channels(n, j, k[j]);
 #pragma unroll
-      for (int i = 0; i < V; ++i) {
-        k[j][i] = cols[j] >= 0 ? channel(n, j, i) : StreamBwdChannel{0.f, 0.f, 0.f, 0.f};
-        s1[j][i] = 0.f, s2[j][i] = 0.f;
-      }
+      for (int i = 0; i < V; ++i) s1[j][i] = 0.f, s2[j][i] = 0.f;
+    }
     const int mine = sg.mine(rows);
     const std::int64_t first = base + std::int64_t(r0 + lane) * sg.row_vectors;
     const VecT* xs = reinterpret_cast<const VecT*>(x) + first;
@@ -293,7 +304,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
       static_cast<Gm*>(p.dgamma)[ch] = from_float<Gm>(b);
       static_cast<Gm*>(p.dbeta)[ch] = from_float<Gm>(a);
     }
-  if constexpr (kWritesDx<Traits>) stream_bwd_dx<Traits>(p, sg, affine, weighted, red, channel);
+  if constexpr (kWritesDx<Traits>) stream_bwd_dx<Traits>(p, sg, affine, weighted, red, channels);
   phases.lap(5);
   phases.report("bwd_stream_cl");
 }

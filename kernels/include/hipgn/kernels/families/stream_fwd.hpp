@@ -101,16 +101,16 @@ struct StreamGeometry {
     return hw - q * part_rows < part_rows ? hw - q * part_rows : part_rows;
   }
   // The lanes' per-channel sums meet in shared memory, `red` [2][lanes][C]: this thread's two
-  // sums go to its lane's rows ...
+  // sums go to its lane's rows, V floats a store (one at a time, with threads V floats apart,
+  // each store was a V-way bank conflict: ~2K cycles a workgroup an item at V = 8,
+  // bench/NOTES.md) ...
   __device__ __forceinline__ void stage_lane(float* red, const float (&s1)[E][V], const float (&s2)[E][V]) const {
 #pragma unroll
     for (int j = 0; j < E; ++j)
-      if (cols[j] >= 0)
-#pragma unroll
-        for (int i = 0; i < V; ++i) {
-          red[lane * c + cols[j] * V + i] = s1[j][i];
-          red[(lanes + lane) * c + cols[j] * V + i] = s2[j][i];
-        }
+      if (cols[j] >= 0) {
+        store_vec<V>(red + lane * c + cols[j] * V, s1[j]);
+        store_vec<V>(red + (lanes + lane) * c + cols[j] * V, s2[j]);
+      }
   }
   // ... and, after a barrier, channel ch's two sums over the lanes, in lane order
   __device__ __forceinline__ void lane_total(const float* red, int ch, float& a, float& b) const {
@@ -214,9 +214,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     if (lane == 0)
 #pragma unroll
       for (int j = 0; j < E; ++j)
-        if (cols[j] >= 0)
-#pragma unroll
-          for (int i = 0; i < V; ++i) shift_k[cols[j] * V + i] = k[j][i];
+        if (cols[j] >= 0) store_vec<V>(shift_k + cols[j] * V, k[j]);
     __syncthreads();
     // the item's per-channel mean and M2 (over its rows), in place of lane 0's sums
     const float inv_rows = 1.f / float(rows);
@@ -287,13 +285,18 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
       // latencies otherwise, with every other workgroup waiting at the next barrier
       constexpr int kBatch = 4;
       Stats st{0.f, 0.f, 0.f};
+      // The pairs alone are held across the loads (counts are formed at the merge, which is
+      // guarded rather than fed empty parts): with a Stats array the bf16 instances spill.
       for (int q0 = lane_id; q0 < parts; q0 += kBatch * kWarpSize) {
-        Stats part[kBatch];
+        float2 v[kBatch];
 #pragma unroll
         for (int b = 0; b < kBatch; ++b)
-          part[b] = q0 + b * kWarpSize < parts ? part_stats(w, q0 + b * kWarpSize) : Stats{0.f, 0.f, 0.f};
+          v[b] = q0 + b * kWarpSize < parts ? load_shared_partial(w + std::int64_t(q0 + b * kWarpSize) * groups)
+                                            : make_float2(0.f, 0.f);
 #pragma unroll
-        for (int b = 0; b < kBatch; ++b) st = merge(st, part[b]);
+        for (int b = 0; b < kBatch; ++b)
+          if (q0 + b * kWarpSize < parts)
+            st = merge(st, Stats{float(sg.part_rows_of(q0 + b * kWarpSize)) * float(cpg), v[b].x, v[b].y});
       }
       st = warp_merge(st);
       if (lane_id == 0) finish(gi, st);
@@ -340,12 +343,15 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     __syncthreads();
     float sc[E][V], sh[E][V];
 #pragma unroll
-    for (int j = 0; j < E; ++j)
+    for (int j = 0; j < E; ++j) {
+      if (cols[j] >= 0) {  // V floats a load, as stage_lane's stores
+        load_vec<V>(red + cols[j] * V, sc[j]);
+        load_vec<V>(red + c + cols[j] * V, sh[j]);
+      } else {
 #pragma unroll
-      for (int i = 0; i < V; ++i) {
-        sc[j][i] = cols[j] >= 0 ? red[cols[j] * V + i] : 0.f;
-        sh[j][i] = cols[j] >= 0 ? red[c + cols[j] * V + i] : 0.f;
+        for (int i = 0; i < V; ++i) sc[j][i] = sh[j][i] = 0.f;
       }
+    }
     phases.lap(5);
 #pragma unroll 1
     for (int m = mine - 1; m >= 0; m -= U) {
