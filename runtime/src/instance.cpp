@@ -139,8 +139,11 @@ Instance::StreamItems Instance::stream_items(const Problem& p, int compute_units
   }
   const StreamShape shape = stream_cl_shape(p.c, spec_.vector, spec_.block);
   const std::int64_t hw = p.spatial_size();
-  // a part holds at least a row a lane
-  const std::int64_t want = std::clamp<std::int64_t>(ceil_div(resident, p.n), 1, ceil_div(hw, shape.lanes));
+  // Parts a sample: no more items than workgroups (a workgroup with two items is the one the
+  // grid barriers wait for: r50_56x256_n32 as 32 x 9 = 288 items on 264 workgroups, 24 of them
+  // reading 2 x 349 rows where 256 items read 392 each; bench/NOTES.md), and a part holds at
+  // least a row a lane.
+  const std::int64_t want = std::clamp<std::int64_t>(resident / p.n, 1, ceil_div(hw, shape.lanes));
   s.part_rows = ceil_div(hw, want);
   s.parts = ceil_div(hw, s.part_rows);
   s.items = p.n * s.parts;

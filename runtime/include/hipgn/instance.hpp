@@ -93,8 +93,8 @@ class Instance {
   ResidentShape resident_shape(const Problem&) const;
 
   // The stream family's items (kernels/include/hipgn/kernels/families/stream_fwd.hpp): each sample's
-  // rows cut into `parts` of part_rows rows, about as many items as the device runs
-  // workgroups at once, so that each workgroup reads one part twice, the second time from L2.
+  // rows cut into `parts` of part_rows rows, as many items as the device runs workgroups at
+  // once or a few fewer, so that each workgroup reads one part twice, the second time from L2.
   // Channels-first (stream_fwd_cf.hpp): `items` only, the most workgroups the device runs at
   // once, each a share of the flat tensor.
   struct StreamItems {
