@@ -30,8 +30,6 @@ constexpr double kResidentClFwdBytesPerCu = 48 << 10;
 // and up to which its instance of one 512-thread workgroup a compute unit (per_thread 2) wins.
 constexpr double kStreamCfFwdBytesPerCu = 60 << 10;
 constexpr double kStreamCfFwdOneGroupBytesPerCu = 192 << 10;
-// The channels-last stream forward's instance of two column vectors a thread below this (better).
-constexpr double kStreamClFwdTwoColumnsBytesPerCu = 100 << 10;
 // The channels-last backward's stream family from this many bytes of x a compute unit (below).
 constexpr double kStreamBwdBytesPerCu = 32 << 10;
 // Below this many bytes of x a compute unit, the channels-last backward splits few groups at
@@ -358,19 +356,22 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
   const InstanceSpec &x = a.spec(), &y = b.spec();
   if (x.vector != y.vector) return x.vector > y.vector;
   if (describe(x.family).streams && p.op == Op::fwd) {
-    // per_thread 2 below a size, 1 from there, then 512 threads. Channels-first: one workgroup
-    // of 512 threads a compute unit (~190 KB of x held) up to 192 KB of x a compute unit
-    // (sd15_64x640 19.8 us against 20.3 at two; sdxl_128x320 27.9 against 27.9;
-    // det_25x42x2048 19.0 against 20.0), two from there (vae_256x512 74.8 against 77.0;
-    // sdxl_128x960 71.7 against 72.5; vae_512x256 150.9 against 157.2). Channels-last: two
-    // column vectors a thread (half the workgroups, each with twice the loads in flight) below
-    // 100 KB (sd15_64x320 21.1 us against 23.6; odd_3d_7x31x37_c120 19.4 against 22.5;
-    // odd_127x127_c320 28.2 against 30.0), one from there (bf16 sd15_64x960, 116 KB: 34.0
-    // against 36.2; det_50x84x1024 35.1 against 37.1; sdxl_128x320 38.9 against 39.8;
-    // vae_512x256 162.3 against 175.9)
-    const double two_below = p.layout == Layout::channels_first ? kStreamCfFwdOneGroupBytesPerCu
-                                                                : kStreamClFwdTwoColumnsBytesPerCu;
-    if (x.per_thread != y.per_thread) return (x.per_thread == 2) == (bytes_per_cu(p, cus) < two_below);
+    // Channels-first: per_thread 2 (one workgroup of 512 threads a compute unit, ~190 KB of x
+    // held) up to 192 KB of x a compute unit (sd15_64x640 19.8 us against 20.3 at two;
+    // sdxl_128x320 27.9 against 27.9; det_25x42x2048 19.0 against 20.0), 1 from there
+    // (vae_256x512 74.8 against 77.0; sdxl_128x960 71.7 against 72.5; vae_512x256 150.9
+    // against 157.2). Channels-last: one column vector a thread where the row allows it. Two
+    // (half the workgroups, each with twice the loads in flight) won below 100 KB a compute
+    // unit while every item paid ~4 us of bank-conflicted reductions; since those are gone
+    // (bench/NOTES.md, "The channels-last stream kernels' per-item costs") one wins there too
+    // (sd15_64x640, 79 KB: 23.4 us against 24.5, bf16 25.2 against 26.3; odd_127x127_c320:
+    // 22.8 against 23.3, bf16 24.5 against 25.4; sd15_32x1920: 22.0 against 22.1, bf16 23.2
+    // against 23.9), as it does above (bf16 sd15_64x960 34.0 against 36.2; det_50x84x1024
+    // 35.1 against 37.1; vae_512x256 162.3 against 175.9). Then 512 threads.
+    if (x.per_thread != y.per_thread)
+      return p.layout == Layout::channels_first
+                 ? (x.per_thread == 2) == (bytes_per_cu(p, cus) < kStreamCfFwdOneGroupBytesPerCu)
+                 : x.per_thread < y.per_thread;
     return x.block > y.block;
   }
   if (describe(x.family).streams) {
