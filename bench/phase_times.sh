@@ -3,9 +3,10 @@
 # HIPGN_PHASE_TIMES (primitives/phase_clock.hpp: clock64() at each phase's end and each grid
 # barrier's, printed by a few workgroups) in $BUILD with PRESET (default minimal, a minute), runs
 # each probe of PROBES ("instance:n:c:spatial:g:dtype:layout", as bench/ncu_stalls.sh) a few
-# times, and prints, per interval, the cycles' min, median and max over the workgroups that
-# printed, and the median in microseconds at the SM's boost clock (nvidia-smi's clocks.max.sm:
-# the clock under load; the current clock reads idle before the run).
+# times (ITERS, default 5, each after the profiler's L2 flush; the verification launch before
+# them is left out), and prints, per interval, the cycles' min, median and max over the
+# workgroups and launches that printed, and the median in microseconds at the SM's boost clock
+# (nvidia-smi's clocks.max.sm: the clock under load; the current clock reads idle before the run).
 # The intervals (each kernel's PhaseClock laps; a lap inside the item loop sums over the
 # workgroup's items) are named in the summary. dtype as the profiler spells it (f16, bf16, f32),
 # e.g. PROBES="gn_fwd_f16_f16_cl_swish_stream_b512_v8_e1:2:320:128x128:32:f16:cl". Logs under $OUT.
@@ -22,14 +23,14 @@ for probe in ${PROBES}; do
   IFS=: read -r inst n c sp g dt lay <<< "$probe"
   op=$(echo "$inst" | cut -d_ -f2)
   "$BUILD/profiler/hipgn_profiler" --instance "$inst" --op "$op" -n "$n" -c "$c" -s "$sp" -g "$g" --dtype "$dt" --layout "$lay" \
-    --act swish --warmup 2 --iters 3 > "$OUT/phase_$inst.txt" 2>&1
+    --act swish --warmup 0 --iters "${ITERS:-5}" > "$OUT/phase_$inst.txt" 2>&1
   echo "== $inst n $n c $c spatial $sp g $g $lay ($op), SM boost clock $mhz MHz"
-  python3 - "$OUT/phase_$inst.txt" "$mhz" <<'PY'
+  python3 - "$OUT/phase_$inst.txt" "$mhz" "${ITERS:-5}" <<'PY'
 import statistics, sys
 names = {
     "fwd_stream_cl": ["phase 1 loads", "phase 1 reductions", "barrier 1", "merge", "barrier 2", "phase 3 scale, shift", "phase 3 rows"],
     "fwd_stream_cf": ["phase 1", "barrier", "phase 2"],
-    "bwd_stream_cl": ["phase 1 loads", "phase 1 reductions", "barrier 1", "phase 2", "barrier 2", "phase 3"],
+    "bwd_stream_cl": ["phase 1 loads", "phase 1 reductions", "barrier 1", "phase 2", "barrier 2", "phase 3 setup", "phase 3 rows"],
 }
 lines = [l for l in open(sys.argv[1]) if l.startswith("phase_times ")]
 if not lines:
@@ -37,6 +38,11 @@ if not lines:
     print("".join(open(sys.argv[1]).readlines()[-8:]))
     sys.exit()
 kernel = lines[0].split()[1]
+# each launch prints a line from each of the same workgroups, launch after launch: keep the timed
+# launches, the last ITERS, which the profiler runs after flushing the L2 (its verification
+# launch before them reads x from a warm L2)
+per_launch = len({l.split(":", 1)[0] for l in lines})
+lines = lines[-int(sys.argv[3]) * per_launch:]
 rows = [l.split(":", 1)[1].split() for l in lines]
 mhz = float(sys.argv[2])
 for i, name in enumerate(names.get(kernel, [f"interval {k + 1}" for k in range(8)])):

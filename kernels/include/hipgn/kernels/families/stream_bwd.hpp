@@ -58,9 +58,9 @@ __device__ __forceinline__ void stream_bwd_terms(const VecT& rx, const VecT& rdy
 }
 
 // Phase 3b of the kernel below: dx, items and rows in reverse.
-template <typename Traits, typename Channels>
+template <typename Traits, typename Channels, typename Clock>
 __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeometry<Traits>& sg, const float* affine,
-                                              float* weighted, float* red, Channels channels) {
+                                              float* weighted, float* red, Channels channels, Clock& phases) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread, U = kStreamUnroll;
   using T = typename Traits::XType;
   using VecT = Vec<T, V>;
@@ -108,6 +108,7 @@ __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeome
         }
       }
     }
+    phases.lap(5);
     const int mine = sg.mine(rows);
     const std::int64_t first = base + std::int64_t(r0 + lane) * sg.row_vectors;
     const VecT* xs = reinterpret_cast<const VecT*>(x) + first;
@@ -137,6 +138,7 @@ __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeome
           }
         }
     }
+    phases.lap(6);
   }
 }
 
@@ -189,8 +191,9 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     }
   };
 
-  // bench/phase_times.sh: phase 1's loads | its reductions | barrier | phase 2 | barrier | phase 3
-  PhaseClock<6> phases;
+  // bench/phase_times.sh: phase 1's loads | its reductions | barrier | phase 2 | barrier | phase 3's
+  // dgamma, dbeta and per-item constants | its rows
+  PhaseClock<7> phases;
 
   // Phase 1: per-channel sums of each item.
   for (int item = blockIdx.x; item < sg.items; item += gridDim.x) {
@@ -304,8 +307,8 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
       static_cast<Gm*>(p.dgamma)[ch] = from_float<Gm>(b);
       static_cast<Gm*>(p.dbeta)[ch] = from_float<Gm>(a);
     }
-  if constexpr (kWritesDx<Traits>) stream_bwd_dx<Traits>(p, sg, affine, weighted, red, channels);
-  phases.lap(5);
+  if constexpr (kWritesDx<Traits>) stream_bwd_dx<Traits>(p, sg, affine, weighted, red, channels, phases);
+  else phases.lap(5);
   phases.report("bwd_stream_cl");
 }
 
