@@ -369,16 +369,20 @@ def geomean(xs):
 def summarize(rows, meta):
     lines = [f"# hipgn benchmark: {meta['gpu']}, {meta['date']}", "", meta["method"] + ".", "",
              "Geometric mean of % of the same-size copy's throughput at the floor (forward: x + y; "
-             "backward: x + dy + dx), L2-cold.", "",
+             "backward: x + dy + dx), L2-cold; \"-\" where some rows of the band lack the column (best: "
+             "runs with --best, every instance timed).", "",
              "| op | dtype | layout | band | n | hipgn | best | eager | compile | hipgn / compile |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     keys = sorted({(r["op"], r["dtype"], r["layout"], band(r["bytes"])) for r in rows if "hipgn" in r})
     for op, dt, layout, b in keys:
         sel = [r for r in rows if (r["op"], r["dtype"], r["layout"], band(r["bytes"])) == (op, dt, layout, b) and "hipgn" in r]
-        g = {k: geomean([pct_of_copy(r, k) for r in sel]) for k in ("hipgn", "hipgn_best", "eager", "compile")}
+        # a column's geomean over only the rows that have it would compare different shapes with
+        # the hipgn column (merged runs: --best rows beside rows without): "-" unless all have it
+        g = {k: f"{geomean([pct_of_copy(r, k) for r in sel]):.0f}" if all(r.get(k) for r in sel) else "-"
+             for k in ("hipgn", "hipgn_best", "eager", "compile")}
         ratio = geomean([r["compile"] / r["hipgn"] for r in sel if r.get("compile")])
-        lines.append(f"| {op} | {dt} | {layout} | {b} | {len(sel)} | {g['hipgn']:.0f} | {g['hipgn_best']:.0f} | "
-                     f"{g['eager']:.0f} | {g['compile']:.0f} | {ratio:.2f}x |")
+        lines.append(f"| {op} | {dt} | {layout} | {b} | {len(sel)} | {g['hipgn']} | {g['hipgn_best']} | "
+                     f"{g['eager']} | {g['compile']} | {ratio:.2f}x |")
     timed = [r for r in rows if "hipgn" in r]
     with_c = [r for r in timed if r.get("compile")]
     if with_c:
