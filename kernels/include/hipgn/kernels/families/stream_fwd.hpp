@@ -259,10 +259,9 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     p.group_stats[2 * gi + 1] = rstd;
     save_stats(p, gi, st.mean, rstd);
   };
-  auto part_stats = [&](const float2* w, int q) {
-    const float2 v = load_shared_partial(w + std::int64_t(q) * groups);
-    return Stats{float(sg.part_rows_of(q)) * float(cpg), v.x, v.y};
-  };
+  // part q's (mean, M2) pair of the group whose pairs start at w, and its count
+  auto pair_of = [&](const float2* w, int q) { return load_shared_partial(w + std::int64_t(q) * groups); };
+  auto count_of = [&](int q) { return float(sg.part_rows_of(q)) * float(cpg); };
   auto partials_of = [&](int gi) {
     const int n = int(p.groups_div.div(std::uint32_t(gi)));
     return reinterpret_cast<const float2*>(p.partials) + std::int64_t(n) * parts * groups + (gi - n * groups);
@@ -272,7 +271,10 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
       const int gi = blockIdx.x;
       const float2* w = partials_of(gi);
       Stats st{0.f, 0.f, 0.f};
-      for (int q = t; q < parts; q += B) st = merge(st, part_stats(w, q));
+      for (int q = t; q < parts; q += B) {
+        const float2 v = pair_of(w, q);
+        st = merge(st, Stats{count_of(q), v.x, v.y});
+      }
       st = block_merge<B>(st);
       if (t == 0) finish(gi, st);
     }
@@ -291,12 +293,11 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
         float2 v[kBatch];
 #pragma unroll
         for (int b = 0; b < kBatch; ++b)
-          v[b] = q0 + b * kWarpSize < parts ? load_shared_partial(w + std::int64_t(q0 + b * kWarpSize) * groups)
-                                            : make_float2(0.f, 0.f);
+          v[b] = q0 + b * kWarpSize < parts ? pair_of(w, q0 + b * kWarpSize) : make_float2(0.f, 0.f);
 #pragma unroll
         for (int b = 0; b < kBatch; ++b)
           if (q0 + b * kWarpSize < parts)
-            st = merge(st, Stats{float(sg.part_rows_of(q0 + b * kWarpSize)) * float(cpg), v[b].x, v[b].y});
+            st = merge(st, Stats{count_of(q0 + b * kWarpSize), v[b].x, v[b].y});
       }
       st = warp_merge(st);
       if (lane_id == 0) finish(gi, st);
