@@ -234,9 +234,15 @@ int main(int argc, char** argv) {
     const int cus = handle->device().cus();
     const Problem q = in_layout(p, inst->spec().layout);  // the problem as this instance runs it
     if (const std::size_t wsb = inst->workspace_bytes(q, cus)) CHECK(hipMalloc(&ws, wsb));
+    // zeroed arrival counters, as the handle's run() launches with (no memset a launch)
+    void* counters = nullptr;
+    if (const std::size_t cb = inst->counter_bytes(q, cus)) {
+      CHECK(hipMalloc(&counters, cb));
+      CHECK(hipMemset(counters, 0, cb));
+    }
     CHECK(hipMemset(out, verify::kPoisonByte, bytes));
     CHECK(hipMemset(ddg, verify::kPoisonByte, gb.size()));
-    const Status s = inst->run(q, t, ws, nullptr, cus);
+    const Status s = inst->run(q, t, ws, nullptr, cus, counters);
     CHECK(hipDeviceSynchronize());
     if (!s.ok()) {
       r.launch_failed = true;
@@ -254,12 +260,13 @@ int main(int argc, char** argv) {
       const bool ok = cmp.ok();
       r.max_err = cmp.worst;
       r.ok = ok;
-      r.us = median_us([&] { (void)inst->run(q, t, ws, nullptr, cus); }, warmup, iters, flush, flush_bytes);
+      r.us = median_us([&] { (void)inst->run(q, t, ws, nullptr, cus, counters); }, warmup, iters, flush, flush_bytes);
       r.gbps = floor_bytes / r.us / 1e3;
       r.pct_copy = 100.0 * (floor_bytes / r.us) / (2.0 * double(bytes) / copy_us);
       if (!ok) r.note = "WRONG";
     }
     if (ws) CHECK(hipFree(ws));
+    if (counters) CHECK(hipFree(counters));
     rows.push_back(r);
   }
   const Row* fastest = nullptr;

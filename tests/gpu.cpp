@@ -4,10 +4,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 
 #include "corpus.hpp"
+#include "hipgn/family.hpp"
 #include "hipgn/op.hpp"
+#include "hipgn/params.hpp"
 #include "hipgn/verify.hpp"
 
 namespace hipgn::test {
@@ -167,6 +170,29 @@ Status capture_and_replay(const std::function<Status(hipStream_t)>& work, int re
 
 bool run_and_check_op(const Problem& p, const RunOptions& o, const Launch& launch, const std::string& what) {
   return describe(p.op).backward ? run_and_check_bwd(p, o, launch, what) : run_and_check(p, o, launch, what);
+}
+
+bool check_instance(const Instance& inst, const Problem& p, const RunOptions& o, bool own_counters,
+                    const std::string& what) {
+  DeviceBuffer ws(inst.workspace_bytes(p));
+  DeviceBuffer counters(own_counters ? inst.counter_bytes(p) : 0);
+  HIPGN_CHECK_HIP(hipMemset(counters.get(), 0, counters.bytes()));
+  void* mine = counters.bytes() ? counters.get() : nullptr;
+  const std::string label = what + (mine ? " (zeroed counters)" : "");
+  const bool ok = run_and_check_op(
+      p, o, [&](const Problem& q, const Tensors& t) { return inst.run(q, t, ws.get(), nullptr, 0, mine); }, label);
+  if (!mine) return ok;
+  const std::vector<std::uint8_t> bytes = counters.download();
+  std::vector<std::uint32_t> words(bytes.size() / 4);
+  std::memcpy(words.data(), bytes.data(), words.size() * 4);
+  const bool grid_barriers = describe(inst.spec().family).streams;
+  for (std::size_t w = 0; w < words.size(); ++w)
+    if (words[w] != 0 && !is_generation_word(std::int64_t(w), grid_barriers)) {
+      ADD_FAILURE() << label << ": arrival counter word " << w << " of " << words.size() << " is " << words[w]
+                    << " after the launch, not 0";
+      return false;
+    }
+  return ok;
 }
 
 std::vector<std::string> instance_names(bool backward) {

@@ -66,6 +66,12 @@ bool run_and_check_bwd(const Problem& p, const RunOptions& o, const Launch& laun
 
 // run_and_check or run_and_check_bwd, as the op's row (hipgn/op.hpp) says.
 bool run_and_check_op(const Problem& p, const RunOptions& o, const Launch& launch, const std::string& what);
+// One instance on one shape (run_and_check_op through inst.run). With `own_counters`, the
+// launch gets zeroed arrival counters of its own, as the handle's run() launches it (no
+// memset), and every word of them but the generations must be zero again after it, or the next
+// launch on them would wait forever.
+bool check_instance(const Instance& inst, const Problem& p, const RunOptions& o, bool own_counters,
+                    const std::string& what);
 
 // Captures what `work` enqueues on a fresh stream into a graph, in the global capture mode
 // (where an allocation or a synchronization by anyone fails the capture), then launches the

@@ -48,12 +48,12 @@ TEST_P(BwdInstance, MatchesReferenceOnCorpus) {
     p.op = s.op;
     if (!inst->supports(p)) continue;
     ++supported;
-    DeviceBuffer ws(inst->workspace_bytes(p));
     RunOptions o = options_for(p, i);
     // a third of the shapes one element off the 16-byte boundary, where the instance takes that
     if (i % 3 == 0 && takes_offset(*inst, p, 1)) o.misalign_elements = 1;
-    run_and_check_bwd(p, o, [&](const Problem& q, const Tensors& t) { return inst->run(q, t, ws.get(), nullptr); },
-                      inst->name() + " on " + p.to_string() + (o.misalign_elements ? " misaligned" : ""));
+    // every other shape with arrival counters of its own, as the handle runs it
+    check_instance(*inst, p, o, i % 2 == 1,
+                   inst->name() + " on " + p.to_string() + (o.misalign_elements ? " misaligned" : ""));
     if (HasFailure()) return;
   }
   EXPECT_GT(supported, 0) << inst->name() << " supports no shape of the corpus";

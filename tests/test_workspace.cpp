@@ -43,6 +43,32 @@ TEST(Workspace, SizeCoversEverySupportingInstance) {
   EXPECT_GT(checked, 0);
 }
 
+// Arrival counters (Instance::counter_bytes): wherever workgroups wait for each other (a stream
+// instance's grid barriers; a resident instance's slices exchanging on chip in one launch, which
+// the backward does only to write dx) and nowhere else, and never more than the workspace,
+// which holds them where the caller gives it.
+TEST(Workspace, CountersExactlyWhereWorkgroupsWait) {
+  int waiting = 0;
+  for (const Instance& inst : Registry::global().all())
+    for (const Shape& shape : shape_corpus()) {
+      const InstanceSpec& s = inst.spec();
+      Problem p = make_problem(shape, s.x_dtype, s.gamma_dtype, s.layout, s.act);
+      p.op = s.op;
+      if (!inst.supports(p)) continue;
+      const FamilyDescriptor& family = describe(s.family);
+      bool waits = family.streams;
+      if (family.persistent) {
+        const Instance::ResidentShape r = inst.resident_shape(p);
+        waits = r.slices > 1 && !r.streaming && (s.op == Op::fwd || s.op == Op::dx || s.op == Op::bwd);
+      }
+      const std::size_t bytes = inst.counter_bytes(p);
+      EXPECT_EQ(bytes > 0, waits) << inst.name() << " on " << p.to_string();
+      EXPECT_LE(bytes, inst.workspace_bytes(p)) << inst.name() << " on " << p.to_string();
+      waiting += waits;
+    }
+  EXPECT_GT(waiting, 0) << "no instance of this build waits for another workgroup on the corpus";
+}
+
 TEST(Workspace, SizeQueryErrors) {
   Dispatcher h(kH100);
   const Key k = Registry::global().keys().front();

@@ -144,6 +144,7 @@ void Dispatcher::read_env_tuning_db() {
 
 Dispatcher::~Dispatcher() {
   for (auto& [stream, buf] : workspaces_) (void)hipFree(buf.first);
+  for (auto& [stream, buf] : counters_) (void)hipFree(buf.first);
 }
 
 const Instance* Dispatcher::choose(const Problem& p, const Tensors* tensors, Status* why) const {
@@ -229,15 +230,29 @@ std::size_t Dispatcher::workspace_bytes(const Problem& p, const std::string& ins
 }
 
 Status Dispatcher::workspace_for(hipStream_t stream, std::size_t bytes, void** ptr) {
+  return buffer_for(workspaces_, stream, bytes, false, ptr);
+}
+
+Status Dispatcher::counters_for(hipStream_t stream, std::size_t bytes, void** ptr) {
+  return buffer_for(counters_, stream, bytes, true, ptr);
+}
+
+Status Dispatcher::buffer_for(Buffers& buffers, hipStream_t stream, std::size_t bytes, bool zeroed, void** ptr) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto& buf = workspaces_[stream];
+  auto& buf = buffers[stream];
   if (buf.second < bytes) {
     // Grows rarely (a new largest problem on this stream); hipFree waits for work in flight.
     if (buf.first) (void)hipFree(buf.first);
     buf = {nullptr, 0};
-    const hipError_t e = hipMalloc(&buf.first, bytes);
-    if (e != hipSuccess)
-      return Status::error(StatusCode::runtime_error, std::string("workspace allocation failed: ") + hipGetErrorString(e));
+    hipError_t e = hipMalloc(&buf.first, bytes);
+    // zeroed on the stream, before any launch that counts in them (stream order)
+    if (e == hipSuccess && zeroed) e = hipMemsetAsync(buf.first, 0, bytes, stream);
+    if (e != hipSuccess) {
+      if (buf.first) (void)hipFree(buf.first);
+      buf.first = nullptr;
+      return Status::error(StatusCode::runtime_error, std::string(zeroed ? "counters" : "workspace") +
+                                                          " allocation failed: " + hipGetErrorString(e));
+    }
     buf.second = bytes;
   }
   *ptr = buf.first;
@@ -269,7 +284,13 @@ Status Dispatcher::run(const Problem& p, const Tensors& t, hipStream_t stream, c
     s = workspace_for(stream, bytes, &ws);
     if (!s.ok()) return s;
   }
-  return inst->run(q, t, ws, stream, info_.cus());
+  // the handle's counters, which stay zero: no memset before the launch
+  void* counters = nullptr;
+  if (const std::size_t bytes = inst->counter_bytes(q, info_.cus())) {
+    s = counters_for(stream, bytes, &counters);
+    if (!s.ok()) return s;
+  }
+  return inst->run(q, t, ws, stream, info_.cus(), counters);
 }
 
 Status Dispatcher::run_with_workspace(const Problem& p, const Tensors& t, void* workspace, std::size_t workspace_bytes,

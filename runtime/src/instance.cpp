@@ -73,7 +73,10 @@ std::string unpeelable(const Problem& p, const Tensors* t, std::int64_t vector) 
 }
 }  // namespace
 
-std::size_t Instance::resident_counter_bytes(std::int64_t units) { return (std::size_t(units) * 4 + 15) / 16 * 16; }
+std::size_t Instance::counter_words_bytes(std::int64_t words) { return (std::size_t(words) * 4 + 15) / 16 * 16; }
+std::size_t Instance::resident_counter_bytes(std::int64_t units) {
+  return counter_words_bytes(resident_counter_words(units));
+}
 std::size_t Instance::resident_sums_bytes(const Problem& p) const {
   // ops writing dgamma/dbeta (dgb, bwd) keep them; dx only to carry A, B when streaming
   const ResidentShape r = resident_shape(p);
@@ -317,12 +320,12 @@ std::size_t Instance::workspace_bytes(const Problem& p, int compute_units) const
   if (family.streams && p.layout == Layout::channels_first) {
     // the barrier counters, then a float4 slot per (share s, group g) pair at s + g: at most
     // one share more than the workgroups (stream_cf_chunk)
-    return resident_counter_bytes(kStreamCounterWords) +
+    return counter_words_bytes(kStreamCounterWords) +
            (std::size_t(stream_items(p, compute_units).items) + 1 + std::size_t(p.num_groups())) * 4 * sizeof(float);
   }
   if (family.streams) {
     // two barrier counters, then the items' partials and the samples' totals
-    return resident_counter_bytes(kStreamCounterWords) +
+    return counter_words_bytes(kStreamCounterWords) +
            (std::size_t(stream_items(p, compute_units).items) + std::size_t(p.n)) * stream_pairs(p) * 2 * sizeof(float);
   }
   if (family.persistent) {
@@ -347,7 +350,20 @@ std::size_t Instance::workspace_bytes(const Problem& p, int compute_units) const
   return std::size_t(p.n) * std::size_t(p.c) * 2 * sizeof(float) * (pieces > 1 ? 1 + std::size_t(pieces) : 1);
 }
 
-Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStream_t stream, int compute_units) const {
+std::size_t Instance::counter_bytes(const Problem& p, int) const {
+  const FamilyDescriptor& family = describe(spec_.family);
+  if (family.streams) return counter_words_bytes(kStreamCounterWords);
+  if (!family.persistent) return 0;
+  // the slices of a unit exchange in one launch (the backward only to write dx: dgb's per-slice
+  // sums are added by a kernel of their own)
+  const ResidentShape r = resident_shape(p);
+  const OpDescriptor& op = describe(p.op);
+  const bool exchange = r.slices > 1 && !r.streaming && (!op.backward || (op.writes & kDx));
+  return exchange ? resident_counter_bytes(r.units) : 0;
+}
+
+Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStream_t stream, int compute_units,
+                     void* zeroed_counters) const {
   const std::int64_t hw = p.spatial_size(), cg = p.channels_per_group();
   const bool cf = p.layout == Layout::channels_first;
   Params k{};
@@ -413,7 +429,7 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
     // both layouts: the barrier counters first in the workspace, then the exchanged partials
     k.groups_div = FastDivmod::make(std::uint64_t(p.groups));
     k.counters = static_cast<std::uint32_t*>(workspace);
-    k.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + resident_counter_bytes(kStreamCounterWords));
+    k.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + counter_words_bytes(kStreamCounterWords));
   }
   if (describe(spec_.family).streams && cf) {
     // the aligned body's vectors in equal shares, one a workgroup the device runs at once
@@ -433,6 +449,10 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
     k.group_stats = k.partials + std::size_t(s.items) * stream_pairs(p) * 2;
   }
   if (workspace_bytes(p, compute_units) && !workspace) return Status::error(StatusCode::invalid_argument, name_ + " needs a workspace");
+  if (zeroed_counters && counter_bytes(p, compute_units)) {
+    k.counters = static_cast<std::uint32_t*>(zeroed_counters);
+    k.counters_zeroed = 1;
+  }
   const hipError_t e = launch_(k, stream);
   if (e != hipSuccess)
     return Status::error(StatusCode::runtime_error, name_ + ": launch failed: " + hipGetErrorString(e));

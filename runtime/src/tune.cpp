@@ -67,6 +67,13 @@ Status Dispatcher::tune(const Problem& p, hipStream_t stream, TuneResult* out, c
   if (candidates.empty()) return Status::error(StatusCode::not_built, not_built_message(p, build_config()));
   const std::size_t ws_bytes = largest_workspace(p, candidates);
   if (!has_device_) return Status::error(StatusCode::no_device, "no GPU: this handle cannot tune");
+  // the stream's counters, as run() launches with them
+  std::size_t counter_bytes = 0;
+  for (const Instance* inst : candidates)
+    counter_bytes = std::max(counter_bytes, inst->counter_bytes(in_layout(p, inst->spec().layout), info_.cus()));
+  void* counters = nullptr;
+  if (counter_bytes)
+    if (Status s = counters_for(stream, counter_bytes, &counters); !s.ok()) return s;
 
   // inputs as the profiler makes them: x around 0.5 with spread, gamma near 1
   const OpDescriptor& op = describe(p.op);
@@ -115,7 +122,7 @@ Status Dispatcher::tune(const Problem& p, hipStream_t stream, TuneResult* out, c
     for (int i = 0; ok && i < o.warmup + o.iters; ++i) {
       if (flush.ptr) ok = hipMemsetAsync(flush.ptr, i & 0xff, flush_bytes, stream) == hipSuccess;
       ok = ok && hipEventRecord(ev.start, stream) == hipSuccess;
-      ok = ok && inst->run(q, t, ws.ptr, stream, info_.cus()).ok();
+      ok = ok && inst->run(q, t, ws.ptr, stream, info_.cus(), counters).ok();
       ok = ok && hipEventRecord(ev.stop, stream) == hipSuccess && hipEventSynchronize(ev.stop) == hipSuccess;
       float elapsed = 0;
       ok = ok && hipEventElapsedTime(&elapsed, ev.start, ev.stop) == hipSuccess;

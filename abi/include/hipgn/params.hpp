@@ -133,8 +133,8 @@ struct Params {
 
   // The resident family: a persistent grid walks items = units x slices, a unit being a group
   // (channels-first) or chunk_channels of a sample (channels-last); the slices of a unit
-  // exchange partial statistics through `partials`, counting arrivals in `counters` (zeroed by
-  // the launcher).
+  // exchange partial statistics through `partials`, counting arrivals in `counters` (a counter
+  // and its generation a unit: resident_counter_words).
   std::int64_t items;
   FastDivmod slices_div;           // item -> (unit, slice) without a 64-bit division
   FastDivmod groups_div;           // group -> (sample, group of the sample)
@@ -157,6 +157,10 @@ struct Params {
   // and `partials`; 0 otherwise (set by the launcher, never by the runtime)
   std::int32_t cluster;
   std::uint32_t* counters;
+  // 1 where `counters` are zero at launch: the handle's own, zeroed once where allocated and
+  // left zero by every arrival (exchange.hpp), so the launcher skips their memset; 0 where they
+  // are in the caller's workspace (any content), which the launcher zeroes first
+  std::int32_t counters_zeroed;
   float* partials;
 
   // The stream family (stream_fwd.hpp, stream_bwd.hpp): items = N x parts (p.slices), a part
@@ -247,11 +251,20 @@ HIPGN_HD StreamShape stream_cl_shape(std::int64_t c, int vector, int block) {
   const int per_row = (row_vectors + cols - 1) / cols;
   return {cols, per_row, block / per_row};
 }
-// The stream family's two grid barriers: a counter and a flag each, each word in its own
-// 128-byte line (barrier k: counter at word 2 k kStreamLineWords, flag one line after), so
-// that waiters polling a flag never queue in front of arrivals at the counter.
+// The stream family's two grid barriers: a counter and a generation each, each word in its own
+// 128-byte line (barrier k: counter at word 2 k kStreamLineWords, generation one line after),
+// so that waiters polling a generation never queue in front of arrivals at the counter.
 inline constexpr int kStreamLineWords = 32;
 inline constexpr int kStreamCounterWords = 2 * 2 * kStreamLineWords;
+// The resident family's exchange: a counter and its generation a unit, side by side (unit u:
+// words 2 u, 2 u + 1): a unit's few slices polled the counter itself before, its line now.
+HIPGN_HD std::int64_t resident_counter_words(std::int64_t units) { return 2 * units; }
+// Whether word w of a launch's counters is a generation (exchange.hpp: any value, advanced by
+// each use), not an arrival count (zero before and after every launch): the stream family's
+// layout (grid barriers) or the resident family's.
+HIPGN_HD bool is_generation_word(std::int64_t w, bool grid_barriers) {
+  return grid_barriers ? w % (2 * kStreamLineWords) == kStreamLineWords : w % 2 == 1;
+}
 // Shared memory of a stream workgroup, in floats: each lane's per-channel S1 and S2, then the
 // forward's channel shifts, gamma and beta (3 C), the backward's gamma and beta and an item's
 // per-channel then per-group sums (4 C).

@@ -50,7 +50,9 @@ class Handle {
   // Runs p.op on the tensors (problem.hpp says which each op reads and writes). `instance`:
   // empty for the automatic choice, else a name. Writes nothing when it returns an error.
   // Thread-safe; the workspace, where the instance needs one, is the handle's, kept per stream
-  // (allocated the first time a stream needs it, so not capturable in a graph then).
+  // (allocated the first time a stream needs it, so not capturable in a graph then), and so are
+  // the arrival counters of instances whose workgroups wait for each other: zeroed once, left
+  // zero by every launch, so run() launches them without the memset run_with_workspace() needs.
   Status run(const Problem&, const Tensors&, void* stream = nullptr, const std::string& instance = "");
 
   // run() with the caller's workspace: the library allocates nothing, so the call can be

@@ -81,7 +81,12 @@ class Dispatcher {
 
  private:
   Dispatcher(DeviceInfo info, bool has_device) : info_(std::move(info)), has_device_(has_device) {}
+  using Buffers = std::map<hipStream_t, std::pair<void*, std::size_t>>;
   Status workspace_for(hipStream_t, std::size_t bytes, void** ptr);
+  // Arrival counters kept per stream beside the workspace, zeroed once where allocated and left
+  // zero by every launch (Instance::counter_bytes), so run() launches without their memset.
+  Status counters_for(hipStream_t, std::size_t bytes, void** ptr);
+  Status buffer_for(Buffers&, hipStream_t, std::size_t bytes, bool zeroed, void** ptr);
   // The largest workspace any of `instances` (supporting(p)'s) needs for p.
   std::size_t largest_workspace(const Problem& p, const std::vector<const Instance*>& instances) const;
   // Validates and picks the instance: the named one, or the automatic choice.
@@ -92,7 +97,8 @@ class Dispatcher {
   bool has_device_;
   const Registry* registry_ = &Registry::global();
   mutable std::mutex mutex_;
-  std::map<hipStream_t, std::pair<void*, std::size_t>> workspaces_;
+  Buffers workspaces_;
+  Buffers counters_;
   TuningDb db_;                                 // every entry read or recorded
   std::map<TuningKey, const Instance*> tuned_;  // those this build honours: what choose() consults
   std::set<TuningKey> recorded_;                // recorded by this handle: what save adds to a file

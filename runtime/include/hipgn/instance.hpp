@@ -76,8 +76,16 @@ class Instance {
   // compute_units (0: kDefaultComputeUnits) sets how the stream family cuts a problem into
   // items; workspace_bytes and run must be given the same.
   std::size_t workspace_bytes(const Problem&, int compute_units = 0) const;
+  // Bytes of arrival counters the launch counts in (0: none): workgroups that wait for each
+  // other (the stream family's grid barriers, the resident family's exchange). They are in the
+  // workspace and zeroed before each launch, unless run() is given counters of its own that
+  // are zero: every launch leaves them zero (kernels/.../primitives/exchange.hpp), so those
+  // need zeroing once, where they are allocated, and the launch skips a memset (~2 us).
+  std::size_t counter_bytes(const Problem&, int compute_units = 0) const;
   // Launches on stream. The caller validated the problem and checked supports().
-  Status run(const Problem&, const Tensors&, void* workspace, hipStream_t stream, int compute_units = 0) const;
+  // zeroed_counters: null, or counter_bytes(p) bytes (16-byte aligned) that are zero (above).
+  Status run(const Problem&, const Tensors&, void* workspace, hipStream_t stream, int compute_units = 0,
+             void* zeroed_counters = nullptr) const;
 
   // The resident family's shape of a problem (kernels/include/hipgn/kernels/families/resident_fwd.hpp):
   // channels-first, a unit is a group and a slice block * per_thread body vectors;
@@ -107,7 +115,9 @@ class Instance {
   // The channels-first split backward's first-pass units (params.hpp: split_bwd_cf_rows); the
   // default (a workgroup a channel row) for every other instance.
   SplitRows split_rows(const Problem&, int compute_units) const;
-  // Bytes of the resident family's arrival counters (one per unit), padded to 16.
+  // Bytes of `words` arrival counter words, padded to 16.
+  static std::size_t counter_words_bytes(std::int64_t words);
+  // Bytes of the resident family's arrival counters (two words a unit), padded to 16.
   static std::size_t resident_counter_bytes(std::int64_t units);
   // Bytes of the resident backward's per-(item, channel) sums for dgamma/dbeta (ops dgb, bwd),
   // padded to 16; the counters and partials follow them.

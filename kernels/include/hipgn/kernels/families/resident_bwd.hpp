@@ -166,7 +166,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentBwdMinBlocks<Trai
         float* w = p.partials + item * groups * 2;
         for (int g = t; g < groups; g += blockDim.x) w[2 * g] = gstat[2 * g], w[2 * g + 1] = gstat[2 * g + 1];
         __syncthreads();
-        if (t == 0) arrive_and_wait(p.counters + n, std::uint32_t(p.slices));
+        if (t == 0) arrive_and_wait(p.counters + 2 * n, p.counters + 2 * n + 1, std::uint32_t(p.slices));
         __syncthreads();
         // a wavefront per group, its lanes striding over the slices, then a fixed shuffle tree:
         // the L2 reads overlap (a thread walking every slice waited for each in turn: 20 us a
@@ -270,7 +270,7 @@ struct ResidentBwdLauncher {
     hipError_t e = hipSuccess;
     if (p.pass == 0) {  // on chip: one launch, the slices of a sample exchanging A and B
       e = launch_persistent(&bwd_resident_cl_kernel<Traits>, p, block, smem, kWritesDx<Traits> && p.slices > 1,
-                            samples, stream);
+                            resident_counter_words(samples), stream);
     } else {  // streaming: sums, then A and B, then dx
       e = launch_persistent(&bwd_resident_cl_kernel<Traits>, p, block, smem, false, samples, stream);
       if (e == hipSuccess && kWritesDx<Traits>) {

@@ -225,7 +225,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
         float* w = p.partials + item * 2;  // item = unit * slices + slice
         w[0] = mean_local;
         w[1] = m2_local;
-        arrive_and_wait(p.counters + sl.unit, std::uint32_t(p.slices));
+        arrive_and_wait(p.counters + 2 * sl.unit, p.counters + 2 * sl.unit + 1, std::uint32_t(p.slices));
       }
       __syncthreads();
       const Stats s = merge_partials<B>(p.partials + sl.unit * p.slices * 2, p.slices, 2,
@@ -501,7 +501,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
           w[2 * g + 1] = gstat[2 * g + 1];
         }
         __syncthreads();
-        if (t == 0) arrive_and_wait(p.counters + unit, std::uint32_t(p.slices));
+        if (t == 0) arrive_and_wait(p.counters + 2 * unit, p.counters + 2 * unit + 1, std::uint32_t(p.slices));
         __syncthreads();
         const float* part = p.partials + unit * p.slices * groups * 2;
         for (int g = warp; g < groups; g += warps)
@@ -561,7 +561,7 @@ struct ResidentFwdLauncher {
                           p.items / p.slices, stream, &e))
         return e;
       return launch_persistent(&fwd_resident_cf_kernel<Traits>, p, Traits::kBlockSize, stages, exchange,
-                               p.items / p.slices, stream);
+                               resident_counter_words(p.items / p.slices), stream);
     } else {
       // a unit: a sample's chunk_channels (whole groups); narrower than C, its rows are not one
       // span, and the stages are not used
@@ -575,7 +575,8 @@ struct ResidentFwdLauncher {
       if (exchange && p.slices <= kClusterSlicesMax &&
           launch_clusters(&fwd_resident_cl_kernel<Traits>, p, block, smem, int(p.slices), p.items / p.slices, stream, &e))
         return e;
-      return launch_persistent(&fwd_resident_cl_kernel<Traits>, p, block, smem, exchange, p.items / p.slices, stream);
+      return launch_persistent(&fwd_resident_cl_kernel<Traits>, p, block, smem, exchange,
+                               resident_counter_words(p.items / p.slices), stream);
     }
   }
 };

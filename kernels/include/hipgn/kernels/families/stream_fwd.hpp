@@ -42,13 +42,13 @@ namespace hipgn::kernels {
 // KB); four spilled registers at 64 a thread (ptxas 13, bf16: 100 bytes).
 inline constexpr int kStreamUnroll = 2;
 
-// Waits until every workgroup of the grid arrived at barrier `k` (its counter and flag,
-// zeroed by the launcher: kStreamCounterWords). The writes before it are visible after it to
-// every workgroup that reads past its L1.
+// Waits until every workgroup of the grid arrived at barrier `k` (its counter and generation:
+// kStreamCounterWords). The writes before it are visible after it to every workgroup that reads
+// past its L1.
 __device__ __forceinline__ void grid_barrier(std::uint32_t* counters, int k) {
   __syncthreads();
   std::uint32_t* counter = counters + 2 * kStreamLineWords * k;
-  if (threadIdx.x == 0) arrive_and_wait_flag(counter, counter + kStreamLineWords, gridDim.x);
+  if (threadIdx.x == 0) arrive_and_wait(counter, counter + kStreamLineWords, gridDim.x);
   __syncthreads();
 }
 
@@ -399,7 +399,7 @@ struct StreamFwdLauncher {
     const std::int64_t row_bytes = std::int64_t(Traits::kBlockSize) * Traits::kPerThread * 16;
     Params q = p;
     q.hold_vectors = std::int32_t(std::min<std::int64_t>((p.part_rows + shape.lanes - 1) / shape.lanes, room / row_bytes));
-    // two grid barriers, a counter and a flag each, each in its own 128-byte line
+    // two grid barriers, a counter and a generation each, each in its own 128-byte line
     return launch_persistent(&fwd_stream_cl_kernel<Traits>, q, Traits::kBlockSize,
                              std::size_t(base + q.hold_vectors * row_bytes), true, kStreamCounterWords, stream, true);
   }

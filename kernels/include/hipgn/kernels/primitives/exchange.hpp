@@ -22,49 +22,44 @@ __device__ __forceinline__ std::uint32_t load_acquire(std::uint32_t* word) {
 // Cross-workgroup exchange. Workgroups that share a unit of work each store their partial
 // result, then one thread of each, after a workgroup barrier that follows every store of the
 // partials, arrives at the unit's counter (a release at device scope, which the barrier makes
-// cover the whole workgroup's stores) and waits (acquire loads) until `expected` workgroups
-// have arrived; a workgroup barrier after the call lets the other threads read the partials.
-// No thread needs a fence of its own: a __threadfence() is a sequentially consistent fence
-// (MEMBAR.SC.GPU on sm_90), and one in every thread of a 512-workgroup grid cost the stream
-// family ~50 us a barrier (bench/NOTES.md). The caller guarantees all `expected` workgroups
-// are resident together (a cooperative launch), else this waits forever.
-__device__ __forceinline__ void arrive_and_wait(std::uint32_t* counter, std::uint32_t expected) {
+// cover the whole workgroup's stores) and waits until `expected` workgroups have arrived; a
+// workgroup barrier after the call lets the other threads read the partials. No thread needs a
+// fence of its own: a __threadfence() is a sequentially consistent fence (MEMBAR.SC.GPU on
+// sm_90), and one in every thread of a 512-workgroup grid cost the stream family ~50 us a
+// barrier (bench/NOTES.md). The caller guarantees all `expected` workgroups are resident
+// together (a cooperative launch), else this waits forever.
+//
+// The last to arrive sets the counter back to zero, then advances `gen` (release), on which the
+// others wait (acquire loads, backing off): each read `gen` before arriving, so the last arrival
+// advances it only after every read. The counter must be zero when the first workgroup arrives
+// and is zero again when the last leaves, whatever `gen` holds: counters that were zero once
+// stay so across launches, and a launch on them needs no memset (Params::counters_zeroed; the
+// memset node cost ~2 us a launch in a CUDA graph, bench/NOTES.md). Waiters poll `gen`, not
+// the counter, and the stream family keeps the two in different 128-byte lines, so that polls
+// do not queue in front of arrivals at the one L2 slice that holds the counter (512 workgroups
+// polling the counter itself spent ~45 us a barrier, bench/NOTES.md).
+__device__ __forceinline__ void arrive_and_wait(std::uint32_t* counter, std::uint32_t* gen, std::uint32_t expected) {
 #if defined(HIPGN_PLATFORM_AMD)
-  __hip_atomic_fetch_add(counter, 1u, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
-#else
-  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(counter), "r"(1u) : "memory");
-#endif
-  while (load_acquire(counter) < expected) {
-#if defined(__CUDA_ARCH__)
-    __nanosleep(64);
-#elif defined(__HIP_DEVICE_COMPILE__)
-    __builtin_amdgcn_s_sleep(1);
-#endif
-  }
-}
-// One thread of each of `expected` workgroups arrives; the last to arrive raises `flag`, on
-// which the others wait. Every waiter polls the flag, not the counter the arrivals add to, and
-// backs off, so that polls do not queue in front of arrivals at the one L2 slice that holds
-// the counter (512 workgroups polling the counter itself spent ~45 us a barrier, bench/NOTES.md).
-// The counter and the flag sit in different 128-byte lines, zeroed by the launcher. Same
-// contract as arrive_and_wait otherwise.
-__device__ __forceinline__ void arrive_and_wait_flag(std::uint32_t* counter, std::uint32_t* flag, std::uint32_t expected) {
-#if defined(HIPGN_PLATFORM_AMD)
+  const std::uint32_t g = __hip_atomic_load(gen, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
   const std::uint32_t before = __hip_atomic_fetch_add(counter, 1u, __ATOMIC_ACQ_REL, __HIP_MEMORY_SCOPE_AGENT);
   if (before + 1 == expected) {
-    __hip_atomic_store(flag, 1u, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
+    __hip_atomic_store(counter, 0u, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+    __hip_atomic_store(gen, g + 1, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
     return;
   }
-  while (load_acquire(flag) == 0u) __builtin_amdgcn_s_sleep(2);
+  while (load_acquire(gen) == g) __builtin_amdgcn_s_sleep(2);
 #else
-  std::uint32_t before;
+  std::uint32_t g, before;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(g) : "l"(gen) : "memory");
+  // the release half orders the load above before the arrival
   asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(before) : "l"(counter), "r"(1u) : "memory");
   if (before + 1 == expected) {
-    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flag), "r"(1u) : "memory");
+    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(counter), "r"(0u) : "memory");
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(gen), "r"(g + 1) : "memory");
     return;
   }
   unsigned ns = 32;
-  while (load_acquire(flag) == 0u) {
+  while (load_acquire(gen) == g) {
     __nanosleep(ns);
     ns = ns < 512 ? 2 * ns : 512;
   }

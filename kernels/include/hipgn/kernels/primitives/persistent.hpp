@@ -2,7 +2,8 @@
 // than there are items), each walking items blockIdx.x, + gridDim.x, ... When workgroups
 // exchange partial results and wait for each other, the launch is cooperative, which
 // guarantees they are all resident together (else a waiting workgroup could hold the slot
-// that the one it waits for needs), and the arrival counters are zeroed on the stream first.
+// that the one it waits for needs), and the arrival counters are zeroed on the stream first
+// unless they are zero already (Params::counters_zeroed).
 #pragma once
 
 #include <cstddef>
@@ -45,10 +46,10 @@ inline hipError_t resident_blocks(KernelFn kernel, int block, std::size_t smem, 
   return *out = n, hipSuccess;
 }
 
-// `exchange`: workgroups wait for each other through p.counters (`units` counters): the
+// `exchange`: workgroups wait for each other through p.counters (`counter_words` of them): the
 // p.slices of a unit (`whole_grid` false) or the whole grid (true: grid barriers).
 inline hipError_t launch_persistent(KernelFn kernel, const Params& p, int block, std::size_t smem, bool exchange,
-                                    std::int64_t units, hipStream_t stream, bool whole_grid = false) {
+                                    std::int64_t counter_words, hipStream_t stream, bool whole_grid = false) {
   int device = 0, cus = 0, per_cu = 0;
   hipError_t e = hipGetDevice(&device);
   if (e == hipSuccess) e = hipDeviceGetAttribute(&cus, hipDeviceAttributeMultiprocessorCount, device);
@@ -63,8 +64,10 @@ inline hipError_t launch_persistent(KernelFn kernel, const Params& p, int block,
   // The support check promised slices <= compute units; a device too busy or too small to
   // hold them all at once must fail here, never wait forever.
   if (!whole_grid && p.slices > std::int64_t(grid)) return hipErrorInvalidValue;
-  e = hipMemsetAsync(p.counters, 0, std::size_t(units) * sizeof(std::uint32_t), stream);
-  if (e != hipSuccess) return e;
+  if (!p.counters_zeroed) {
+    e = hipMemsetAsync(p.counters, 0, std::size_t(counter_words) * sizeof(std::uint32_t), stream);
+    if (e != hipSuccess) return e;
+  }
   Params copy = p;
   void* args[] = {&copy};
   return hipLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(grid), dim3(unsigned(block)), args,
