@@ -28,6 +28,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "probe_check.hpp"
+
 #include "hipgn/kernels/primitives/bulk.hpp"
 
 namespace {
@@ -37,15 +39,6 @@ namespace bulk = hipgn::kernels::bulk;
 constexpr int kBlock = 512;
 
 __host__ __device__ inline long long lmin(long long a, long long b) { return a < b ? a : b; }
-
-#define CHECK(x)                                                                            \
-  do {                                                                                      \
-    cudaError_t e_ = (x);                                                                   \
-    if (e_ != cudaSuccess) {                                                                \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                         \
-    }                                                                                       \
-  } while (0)
 
 struct Args {
   const uint4* x;

@@ -1,0 +1,228 @@
+// A probe, not a kernel of the library: what a cooperative launch's grid barriers cost with and
+// without the memset of their counters before the launch, and whether a launch-unique token
+// (%gridid, hashed) could let barriers start from any memory content (bench/NOTES.md, "Barriers
+// without a memset").
+//
+//   1. %gridid, read by launches made directly and by the kernel nodes of a CUDA graph replayed
+//      several times: the token is only sound if no two launches of a context share it.
+//   2. Per launch (CUDA graph of 20 launches replayed 25 times, event-timed, median), 264 and
+//      132 workgroups of 512 threads, each variant with 2 barriers and no other work:
+//        coop        a cooperative launch with no barrier, no memset
+//        counter     the library's barrier (exchange.hpp), after a memset node as the caller's
+//                    workspace needs it, or without one on counters zeroed once ("kept"); the
+//                    numbers in bench/NOTES.md were taken with its predecessor, a flag barrier
+//                    with a memset, at 801adb6
+//        slot_master no memset: each workgroup stores the token to its own slot; workgroup 0's
+//                    first wavefront polls every slot, then stores the token to a release word
+//                    that the others poll
+//        slot_all    no memset: each workgroup's first wavefront polls every slot itself
+//
+// Build and run on the GPU machine (sm_90): bash bench/grid_sync_probe.sh
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <vector>
+
+#include "probe_check.hpp"
+
+#include "hipgn/kernels/primitives/exchange.hpp"
+
+namespace {
+
+constexpr int kBlock = 512, kLineWords = 32;
+
+__device__ std::uint64_t gridid() {
+  std::uint64_t g;
+  asm volatile("mov.u64 %0, %%gridid;" : "=l"(g));
+  return g;
+}
+__device__ std::uint64_t mix(std::uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+__device__ void st_release(std::uint64_t* p, std::uint64_t v) {
+  asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ std::uint64_t ld_acquire(const std::uint64_t* p) {
+  std::uint64_t v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__global__ void record(std::uint64_t* out, int i) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) out[i] = gridid();
+}
+
+__global__ void coop(std::uint32_t*, std::uint64_t*, int) {}
+
+__global__ void counter(std::uint32_t* counters, std::uint64_t*, int bars) {
+  for (int k = 0; k < bars; ++k) {
+    __syncthreads();
+    std::uint32_t* c = counters + 2 * kLineWords * k;
+    if (threadIdx.x == 0) hipgn::kernels::arrive_and_wait(c, c + kLineWords, gridDim.x);
+    __syncthreads();
+  }
+}
+
+// slots: [bars][grid] words, then [bars] release words a line apart
+__global__ void slot_master(std::uint32_t*, std::uint64_t* slots, int bars) {
+  const std::uint64_t tok = mix(gridid());
+  const int n = int(gridDim.x);
+  for (int k = 0; k < bars; ++k) {
+    std::uint64_t* s = slots + std::int64_t(k) * n;
+    std::uint64_t* release = slots + std::int64_t(bars) * n + 16 * k + 16;
+    __syncthreads();
+    if (blockIdx.x == 0) {
+      if (threadIdx.x < 32) {
+        for (;;) {
+          bool done = true;
+          for (int i = 1 + int(threadIdx.x); i < n; i += 32) done &= ld_acquire(s + i) == tok;
+          if (__all_sync(0xffffffffu, done)) break;
+          __nanosleep(32);
+        }
+        if (threadIdx.x == 0) st_release(release, tok);
+      }
+    } else if (threadIdx.x == 0) {
+      st_release(s + blockIdx.x, tok);
+      unsigned ns = 32;
+      while (ld_acquire(release) != tok) {
+        __nanosleep(ns);
+        ns = ns < 256 ? 2 * ns : 256;
+      }
+    }
+    __syncthreads();
+  }
+}
+
+__global__ void slot_all(std::uint32_t*, std::uint64_t* slots, int bars) {
+  const std::uint64_t tok = mix(gridid());
+  const int n = int(gridDim.x);
+  for (int k = 0; k < bars; ++k) {
+    std::uint64_t* s = slots + std::int64_t(k) * n;
+    __syncthreads();
+    if (threadIdx.x == 0) st_release(s + blockIdx.x, tok);
+    if (threadIdx.x < 32) {
+      unsigned ns = 32;
+      for (;;) {
+        bool done = true;
+        for (int i = int(threadIdx.x); i < n; i += 32) done &= ld_acquire(s + i) == tok;
+        if (__all_sync(0xffffffffu, done)) break;
+        __nanosleep(ns);
+        ns = ns < 256 ? 2 * ns : 256;
+      }
+    }
+    __syncthreads();
+  }
+}
+
+using Kernel = void (*)(std::uint32_t*, std::uint64_t*, int);
+
+void check_gridid() {
+  std::uint64_t* d;
+  const int direct = 4, nodes = 3, replays = 4, total = direct + nodes * replays;
+  CHECK(cudaMalloc(&d, total * sizeof(std::uint64_t)));
+  std::vector<std::uint64_t> seen;
+  cudaStream_t s;
+  CHECK(cudaStreamCreate(&s));
+  for (int i = 0; i < direct; ++i) record<<<1, 32, 0, s>>>(d, i);
+  CHECK(cudaStreamSynchronize(s));
+  std::vector<std::uint64_t> h(total);
+  CHECK(cudaMemcpy(h.data(), d, direct * sizeof(std::uint64_t), cudaMemcpyDeviceToHost));
+  for (int i = 0; i < direct; ++i) seen.push_back(h[i]);
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  for (int i = 0; i < nodes; ++i) record<<<1, 32, 0, s>>>(d, direct + i);
+  CHECK(cudaStreamEndCapture(s, &g));
+  CHECK(cudaGraphInstantiate(&ge, g, 0));
+  for (int r = 0; r < replays; ++r) {
+    CHECK(cudaGraphLaunch(ge, s));
+    CHECK(cudaStreamSynchronize(s));
+    CHECK(cudaMemcpy(h.data(), d + direct, nodes * sizeof(std::uint64_t), cudaMemcpyDeviceToHost));
+    for (int i = 0; i < nodes; ++i) seen.push_back(h[i]);
+  }
+  std::printf("gridid:");
+  for (std::uint64_t v : seen) std::printf(" %llu", static_cast<unsigned long long>(v));
+  const std::set<std::uint64_t> distinct(seen.begin(), seen.end());
+  std::printf("\ngridid: %zu launches, %zu distinct\n", seen.size(), distinct.size());
+  CHECK(cudaGraphExecDestroy(ge));
+  CHECK(cudaGraphDestroy(g));
+  CHECK(cudaFree(d));
+}
+
+double time_variant(Kernel k, bool memset, int grid, int bars, std::uint32_t* counters, std::uint64_t* slots) {
+  cudaStream_t s;
+  CHECK(cudaStreamCreate(&s));
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  const int launches = 20, replays = 25;
+  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  for (int i = 0; i < launches; ++i) {
+    if (memset) CHECK(cudaMemsetAsync(counters, 0, 4 * kLineWords * sizeof(std::uint32_t), s));
+    void* args[] = {&counters, &slots, &bars};
+    CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(k), dim3(grid), dim3(kBlock), args, 0, s));
+  }
+  CHECK(cudaStreamEndCapture(s, &g));
+  CHECK(cudaGraphInstantiate(&ge, g, 0));
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  std::vector<float> ms;
+  for (int r = 0; r < replays + 3; ++r) {
+    CHECK(cudaEventRecord(a, s));
+    CHECK(cudaGraphLaunch(ge, s));
+    CHECK(cudaEventRecord(b, s));
+    CHECK(cudaEventSynchronize(b));
+    float t;
+    CHECK(cudaEventElapsedTime(&t, a, b));
+    if (r >= 3) ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  CHECK(cudaGraphExecDestroy(ge));
+  CHECK(cudaGraphDestroy(g));
+  CHECK(cudaStreamDestroy(s));
+  return 1000.0 * ms[ms.size() / 2] / launches;
+}
+
+}  // namespace
+
+int main() {
+  check_gridid();
+  std::uint32_t* counters;
+  std::uint64_t* slots;
+  CHECK(cudaMalloc(&counters, 4 * kLineWords * sizeof(std::uint32_t)));
+  CHECK(cudaMemset(counters, 0, 4 * kLineWords * sizeof(std::uint32_t)));
+  CHECK(cudaMalloc(&slots, 1 << 20));
+  CHECK(cudaMemset(slots, 0, 1 << 20));
+  int cus = 0;
+  CHECK(cudaDeviceGetAttribute(&cus, cudaDevAttrMultiProcessorCount, 0));
+  struct V {
+    const char* name;
+    Kernel k;
+    bool memset;
+    int bars;
+  } variants[] = {{"coop", coop, false, 0},
+                  {"coop+memset", coop, true, 0},
+                  {"counter x2 +memset", counter, true, 2},
+                  {"counter x2 kept", counter, false, 2},
+                  {"slot_master x2", slot_master, false, 2},
+                  {"slot_all x2", slot_all, false, 2},
+                  {"slot_master x8", slot_master, false, 8},
+                  {"slot_all x8", slot_all, false, 8}};
+  for (int per_cu : {1, 2}) {
+    const int grid = per_cu * cus;
+    for (const V& v : variants) {
+      std::printf("grid %4d  %-18s %7.2f us a launch\n", grid, v.name,
+                  time_variant(v.k, v.memset, grid, v.bars, counters, slots));
+    }
+  }
+  CHECK(cudaFree(counters));
+  CHECK(cudaFree(slots));
+  return 0;
+}
