@@ -306,11 +306,10 @@ __device__ __forceinline__ void write_dx_span(const Params& p, const GroupView<T
   }
 }
 
-// dgamma_c = sum_n S2[n, c], dbeta_c = sum_n S1[n, c]: a thread per channel, n in order.
+// dgamma_c = sum_n S2[n, c], dbeta_c = sum_n S1[n, c], n in order, from the per-(n, c) sums in
+// the workspace: the same bits wherever it runs.
 template <typename GammaType>
-__global__ void __launch_bounds__(256) bwd_gamma_beta_kernel(Params p, std::int64_t samples) {
-  const std::int64_t c = std::int64_t(blockIdx.x) * 256 + threadIdx.x;
-  if (c >= p.channels) return;
+__device__ __forceinline__ void write_gamma_beta(const Params& p, std::int64_t samples, std::int64_t c) {
   float s1 = 0.f, s2 = 0.f;
   for (std::int64_t n = 0; n < samples; ++n) {
     const float* w = p.workspace + (n * p.channels + c) * 2;
@@ -319,6 +318,13 @@ __global__ void __launch_bounds__(256) bwd_gamma_beta_kernel(Params p, std::int6
   }
   static_cast<GammaType*>(p.dgamma)[c] = from_float<GammaType>(s2);
   static_cast<GammaType*>(p.dbeta)[c] = from_float<GammaType>(s1);
+}
+
+// write_gamma_beta, a thread per channel.
+template <typename GammaType>
+__global__ void __launch_bounds__(256) bwd_gamma_beta_kernel(Params p, std::int64_t samples) {
+  const std::int64_t c = std::int64_t(blockIdx.x) * 256 + threadIdx.x;
+  if (c < p.channels) write_gamma_beta<GammaType>(p, samples, c);
 }
 
 // After a grid family's backward kernels: dgamma and dbeta from the per-(n, c) sums, where the

@@ -158,6 +158,14 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_split_dx_kernel(Params
                           ab[0] / m, ab[1] / m);
   else
     write_dx<Traits>(p, view, first, end, p.mean[group], p.rstd[group], ab[0] / m, ab[1] / m);
+  // dgamma and dbeta where the op writes them: the sums are whole (the kernels before this one
+  // made them), so the first sample's workgroups add them up over the samples, each group's
+  // channels spread over its slices. A kernel of their own (launch_grid_gamma_beta) was one
+  // more node in the caller's graph, ~1 us (bench/NOTES.md, "Fixed costs, measured apart").
+  if (p.dgamma != nullptr && sample == 0)
+    for (std::int64_t c = slice * Traits::kBlockSize + threadIdx.x; c < p.channels_per_group;
+         c += std::int64_t(p.slices) * Traits::kBlockSize)
+      write_gamma_beta<typename Traits::GammaType>(p, p.num_groups / p.groups_per_sample, view.channel0 + c);
 }
 
 template <>
@@ -194,6 +202,7 @@ struct FamilyLauncher<Family::split> {
         const hipError_t e = hipGetLastError();
         if (e != hipSuccess) return e;
         bwd_split_dx_kernel<Traits><<<dim3(unsigned(std::int64_t(p.num_groups) * p.slices)), block, 0, stream>>>(p);
+        return hipGetLastError();  // dgamma and dbeta with dx
       }
       return launch_grid_gamma_beta<Traits>(p, stream);
     }
