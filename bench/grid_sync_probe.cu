@@ -55,6 +55,19 @@ __device__ std::uint64_t ld_acquire(const std::uint64_t* p) {
   return v;
 }
 
+// The first wavefront polls slots [first, n) until every one holds tok, sleeping between polls
+// from 32 ns, doubling up to `cap`.
+__device__ void wait_slots(const std::uint64_t* s, int first, int n, std::uint64_t tok, unsigned cap) {
+  unsigned ns = 32;
+  for (;;) {
+    bool done = true;
+    for (int i = first + int(threadIdx.x); i < n; i += 32) done &= ld_acquire(s + i) == tok;
+    if (__all_sync(0xffffffffu, done)) return;
+    __nanosleep(ns);
+    ns = ns < cap ? 2 * ns : cap;
+  }
+}
+
 __global__ void record(std::uint64_t* out, int i) {
   if (blockIdx.x == 0 && threadIdx.x == 0) out[i] = gridid();
 }
@@ -80,12 +93,7 @@ __global__ void slot_master(std::uint32_t*, std::uint64_t* slots, int bars) {
     __syncthreads();
     if (blockIdx.x == 0) {
       if (threadIdx.x < 32) {
-        for (;;) {
-          bool done = true;
-          for (int i = 1 + int(threadIdx.x); i < n; i += 32) done &= ld_acquire(s + i) == tok;
-          if (__all_sync(0xffffffffu, done)) break;
-          __nanosleep(32);
-        }
+        wait_slots(s, 1, n, tok, 32);
         if (threadIdx.x == 0) st_release(release, tok);
       }
     } else if (threadIdx.x == 0) {
@@ -107,16 +115,7 @@ __global__ void slot_all(std::uint32_t*, std::uint64_t* slots, int bars) {
     std::uint64_t* s = slots + std::int64_t(k) * n;
     __syncthreads();
     if (threadIdx.x == 0) st_release(s + blockIdx.x, tok);
-    if (threadIdx.x < 32) {
-      unsigned ns = 32;
-      for (;;) {
-        bool done = true;
-        for (int i = int(threadIdx.x); i < n; i += 32) done &= ld_acquire(s + i) == tok;
-        if (__all_sync(0xffffffffu, done)) break;
-        __nanosleep(ns);
-        ns = ns < 256 ? 2 * ns : 256;
-      }
-    }
+    if (threadIdx.x < 32) wait_slots(s, 0, n, tok, 256);
     __syncthreads();
   }
 }

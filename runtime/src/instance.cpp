@@ -449,7 +449,8 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
     k.group_stats = k.partials + std::size_t(s.items) * stream_pairs(p) * 2;
   }
   if (workspace_bytes(p, compute_units) && !workspace) return Status::error(StatusCode::invalid_argument, name_ + " needs a workspace");
-  if (zeroed_counters && counter_bytes(p, compute_units)) {
+  // (callers pass them where counter_bytes() is nonzero; a launch that counts nothing ignores them)
+  if (zeroed_counters) {
     k.counters = static_cast<std::uint32_t*>(zeroed_counters);
     k.counters_zeroed = 1;
   }

@@ -271,14 +271,14 @@ struct ResidentBwdLauncher {
     if (p.pass == 0) {  // on chip: one launch, the slices of a sample exchanging A and B
       e = launch_persistent(&bwd_resident_cl_kernel<Traits>, p, block, smem, kWritesDx<Traits> && p.slices > 1,
                             resident_counter_words(samples), stream);
-    } else {  // streaming: sums, then A and B, then dx
-      e = launch_persistent(&bwd_resident_cl_kernel<Traits>, p, block, smem, false, samples, stream);
+    } else {  // streaming: sums, then A and B, then dx; no exchange, so no counters
+      e = launch_persistent(&bwd_resident_cl_kernel<Traits>, p, block, smem, false, 0, stream);
       if (e == hipSuccess && kWritesDx<Traits>) {
         bwd_resident_group_sums_kernel<Gm><<<dim3(unsigned(samples * p.groups_per_sample)), dim3(256), 0, stream>>>(p);
         e = hipGetLastError();
         Params second = p;
         second.pass = 2;
-        if (e == hipSuccess) e = launch_persistent(&bwd_resident_cl_kernel<Traits>, second, block, smem, false, samples, stream);
+        if (e == hipSuccess) e = launch_persistent(&bwd_resident_cl_kernel<Traits>, second, block, smem, false, 0, stream);
       }
     }
     if (e != hipSuccess || p.dgamma == nullptr || Traits::kOp == Op::dx) return e;
