@@ -42,15 +42,20 @@ class FamilyDescriptor:
     # runs opt-in uneven groups (Problem::uneven_groups: C % G != 0, the last group wider); its
     # kernels take each group's size from GroupView (primitives/view.hpp: UnevenGroups)
     uneven_groups: bool = False
+    # the backward kernel writes dgamma and dbeta itself, the last of a group's samples to finish
+    # adding them up (families/grid.hpp: gamma_beta_by_arrival): a count a group of a sample in
+    # the launch's counters (Instance::counter_bytes), else a kernel of their own follows
+    gamma_beta_arrivals: bool = False
 
 
 DESCRIPTORS = {d.name: d for d in (
     FamilyDescriptor("onchip", OPS.names, holds_group=True, splits_group=False, persistent=False,
                      generic_vector=None, chunk_order=-1,
-                     why="the tightest fit leaves the fewest threads idle"),
+                     why="the tightest fit leaves the fewest threads idle", gamma_beta_arrivals=True),
     FamilyDescriptor("looped", OPS.names, holds_group=False, splits_group=False, persistent=False,
                      generic_vector=1, chunk_order=+1,
-                     why="more loads in flight per workgroup hide more latency", uneven_groups=True),
+                     why="more loads in flight per workgroup hide more latency", uneven_groups=True,
+                     gamma_beta_arrivals=True),
     FamilyDescriptor("split", OPS.names, holds_group=False, splits_group=True, persistent=False,
                      generic_vector=None, chunk_order=-1,
                      why="the smallest slices, so the most workgroups in flight"),

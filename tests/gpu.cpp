@@ -185,9 +185,8 @@ bool check_instance(const Instance& inst, const Problem& p, const RunOptions& o,
   const std::vector<std::uint8_t> bytes = counters.download();
   std::vector<std::uint32_t> words(bytes.size() / 4);
   std::memcpy(words.data(), bytes.data(), words.size() * 4);
-  const bool grid_barriers = describe(inst.spec().family).streams;
   for (std::size_t w = 0; w < words.size(); ++w)
-    if (words[w] != 0 && !is_generation_word(std::int64_t(w), grid_barriers)) {
+    if (words[w] != 0 && !is_generation_word(std::int64_t(w))) {
       ADD_FAILURE() << label << ": arrival counter word " << w << " of " << words.size() << " is " << words[w]
                     << " after the launch, not 0";
       return false;

@@ -2,9 +2,12 @@
 // reference; our forward feeding our backward; bitwise determinism; dispatch end to end.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <map>
+#include <set>
+#include <tuple>
 
 #include "corpus.hpp"
 #include "gpu.hpp"
@@ -117,7 +120,11 @@ TEST(BwdDispatch, Deterministic) {
   for (const Instance* inst : Registry::global().bucket(Key::of(p))) {
     if (!inst->supports(p)) continue;
     DeviceBuffer ws(inst->workspace_bytes(p));
-    auto launch = [&](DeviceBuffer& dx, DeviceBuffer& dg, DeviceBuffer& db) {
+    // the handle's way too: counters of its own, zero at launch (the onchip and looped
+    // backwards then add dgamma and dbeta up in their kernel, in the same order)
+    DeviceBuffer counters(inst->counter_bytes(p));
+    ASSERT_EQ(hipMemset(counters.get(), 0, counters.bytes()), hipSuccess);
+    auto launch = [&](DeviceBuffer& dx, DeviceBuffer& dg, DeviceBuffer& db, bool own = false) {
       Tensors t;
       t.x = x.get();
       t.dy = dy.get();
@@ -127,16 +134,68 @@ TEST(BwdDispatch, Deterministic) {
       t.dx = dx.get();
       t.dgamma = dg.get();
       t.dbeta = db.get();
-      return inst->run(p, t, ws.get(), nullptr);
+      return inst->run(p, t, ws.get(), nullptr, 0, own && counters.bytes() ? counters.get() : nullptr);
     };
-    ASSERT_TRUE(launch(dx1, g1, b1).ok());
-    ASSERT_TRUE(launch(dx2, g2, b2).ok());
-    EXPECT_EQ(dx1.download(), dx2.download()) << inst->name();
-    EXPECT_EQ(g1.download(), g2.download()) << inst->name();
-    EXPECT_EQ(b1.download(), b2.download()) << inst->name();
+    for (bool own : {false, true}) {
+      ASSERT_TRUE(launch(dx1, g1, b1).ok());
+      ASSERT_TRUE(launch(dx2, g2, b2, own).ok());
+      const std::string what = inst->name() + (own ? " (the second on zeroed counters)" : "");
+      EXPECT_EQ(dx1.download(), dx2.download()) << what;
+      EXPECT_EQ(g1.download(), g2.download()) << what;
+      EXPECT_EQ(b1.download(), b2.download()) << what;
+    }
     ++families;
   }
   EXPECT_GT(families, 0);
+}
+
+// The handle keeps one counter buffer a stream for every launch on it: each family's counts
+// must start at zero whatever the launch before left in its generation words (params.hpp:
+// counts at even words, generations at odd). One instance of each (family, op, layout) that
+// counts, the stream family's first (its barriers' generations at words 33 and 97), in turn on
+// one handle and stream, twice, on shapes whose resident units and onchip groups count at words
+// past those.
+TEST(Counters, OneBufferServesEveryFamilyOnAStream) {
+  HIPGN_REQUIRE_GPU();
+  std::unique_ptr<Handle> h;
+  ASSERT_TRUE(Handle::create(&h).ok());
+  const std::vector<Shape> shapes = {{20, 64, {24, 24}, 32}, {3, 256, {7, 9}, 64}, {50, 32, {13}, 8}};
+  struct Turn {
+    Problem p;
+    std::string instance;
+    bool streams;
+  };
+  std::vector<Turn> turns;
+  std::set<std::tuple<Family, Op, Layout>> seen;
+  std::size_t most = 0;
+  for (const Instance& inst : Registry::global().all()) {
+    const InstanceSpec& s = inst.spec();
+    if (seen.count({s.family, s.op, s.layout})) continue;
+    for (const Shape& shape : shapes) {
+      Problem p = make_problem(shape, s.x_dtype, s.gamma_dtype, s.layout, s.act);
+      p.op = s.op;
+      if (s.act == Activation::swish) p.swish_beta = 1.702f;
+      if (!inst.supports(p)) continue;
+      const std::size_t bytes = inst.counter_bytes(p);
+      if (bytes == 0) continue;
+      turns.push_back({p, inst.name(), describe(s.family).streams});
+      seen.insert({s.family, s.op, s.layout});
+      most = std::max(most, bytes);
+      break;
+    }
+  }
+  std::stable_partition(turns.begin(), turns.end(), [](const Turn& t) { return t.streams; });
+  if (turns.empty() || !turns.front().streams) GTEST_SKIP() << "this build has no stream instance on these shapes";
+  EXPECT_GT(most, std::size_t(98 * 4)) << "no family counted past the stream barriers' generations";
+  for (int round = 0; round < 2; ++round)
+    for (std::size_t i = 0; i < turns.size(); ++i) {
+      const Turn& t = turns[i];
+      RunOptions o;
+      o.gamma = o.beta = true;
+      const Launch run = [&](const Problem& q, const Tensors& ts) { return h->run(q, ts, nullptr, t.instance); };
+      if (!run_and_check_op(t.p, o, run, "round " + std::to_string(round) + ": " + t.instance + " " + t.p.to_string()))
+        return;
+    }
 }
 
 }  // namespace

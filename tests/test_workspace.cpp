@@ -45,10 +45,11 @@ TEST(Workspace, SizeCoversEverySupportingInstance) {
 
 // Arrival counters (Instance::counter_bytes): wherever workgroups wait for each other (a stream
 // instance's grid barriers; a resident instance's slices exchanging on chip in one launch, which
-// the backward does only to write dx) and nowhere else, and never more than the workspace,
-// which holds them where the caller gives it.
-TEST(Workspace, CountersExactlyWhereWorkgroupsWait) {
-  int waiting = 0;
+// the backward does only to write dx) or count who finishes last (an onchip or looped backward
+// writing dgamma/dbeta over more than one sample) and nowhere else, and never more than the
+// workspace, which holds the waiting ones where the caller gives it.
+TEST(Workspace, CountersExactlyWhereWorkgroupsWaitOrCount) {
+  int waiting = 0, counting = 0;
   for (const Instance& inst : Registry::global().all())
     for (const Shape& shape : shape_corpus()) {
       const InstanceSpec& s = inst.spec();
@@ -61,12 +62,18 @@ TEST(Workspace, CountersExactlyWhereWorkgroupsWait) {
         const Instance::ResidentShape r = inst.resident_shape(p);
         waits = r.slices > 1 && !r.streaming && (s.op == Op::fwd || s.op == Op::dx || s.op == Op::bwd);
       }
+      const bool counts = family.gamma_beta_arrivals && (s.op == Op::dgb || s.op == Op::bwd) && p.n > 1;
       const std::size_t bytes = inst.counter_bytes(p);
-      EXPECT_EQ(bytes > 0, waits) << inst.name() << " on " << p.to_string();
+      EXPECT_EQ(bytes > 0, waits || counts) << inst.name() << " on " << p.to_string();
+      // a count a group of a sample, at even words
+      if (counts)
+        EXPECT_EQ(bytes, std::size_t(unit_counter_words(p.groups) * 4 + 15) / 16 * 16) << inst.name() << " on " << p.to_string();
       EXPECT_LE(bytes, inst.workspace_bytes(p)) << inst.name() << " on " << p.to_string();
       waiting += waits;
+      counting += counts;
     }
   EXPECT_GT(waiting, 0) << "no instance of this build waits for another workgroup on the corpus";
+  EXPECT_GT(counting, 0) << "no instance of this build counts a group's samples on the corpus";
 }
 
 TEST(Workspace, SizeQueryErrors) {

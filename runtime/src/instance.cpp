@@ -74,8 +74,8 @@ std::string unpeelable(const Problem& p, const Tensors* t, std::int64_t vector) 
 }  // namespace
 
 std::size_t Instance::counter_words_bytes(std::int64_t words) { return (std::size_t(words) * 4 + 15) / 16 * 16; }
-std::size_t Instance::resident_counter_bytes(std::int64_t units) {
-  return counter_words_bytes(resident_counter_words(units));
+std::size_t Instance::unit_counter_bytes(std::int64_t units) {
+  return counter_words_bytes(unit_counter_words(units));
 }
 std::size_t Instance::resident_sums_bytes(const Problem& p) const {
   // ops writing dgamma/dbeta (dgb, bwd) keep them; dx only to carry A, B when streaming
@@ -338,7 +338,7 @@ std::size_t Instance::workspace_bytes(const Problem& p, int compute_units) const
     // forward, (A, B) backward; channels-first, a unit is one group
     const std::size_t per_slice =
         p.layout == Layout::channels_first ? 2 : 2 * std::size_t(r.chunk / p.channels_per_group());
-    return sums + resident_counter_bytes(r.units) + std::size_t(r.items()) * per_slice * sizeof(float);
+    return sums + unit_counter_bytes(r.units) + std::size_t(r.items()) * per_slice * sizeof(float);
   }
   if (!op.backward)
     return family.splits_group ? std::size_t(p.num_groups()) * std::size_t(slices(p)) * 3 * sizeof(float) : 0;
@@ -352,14 +352,18 @@ std::size_t Instance::workspace_bytes(const Problem& p, int compute_units) const
 
 std::size_t Instance::counter_bytes(const Problem& p, int) const {
   const FamilyDescriptor& family = describe(spec_.family);
+  const OpDescriptor& op = describe(p.op);
   if (family.streams) return counter_words_bytes(kStreamCounterWords);
+  // a count a group of a sample, for the last of its samples to add up dgamma and dbeta
+  // (grid.hpp: gamma_beta_by_arrival); one sample has nothing to count
+  if (family.gamma_beta_arrivals)
+    return ((op.writes | op.writes_with_gamma) & kDgamma) && p.n > 1 ? unit_counter_bytes(p.groups) : 0;
   if (!family.persistent) return 0;
   // the slices of a unit exchange in one launch (the backward only to write dx: dgb's per-slice
   // sums are added by a kernel of their own)
   const ResidentShape r = resident_shape(p);
-  const OpDescriptor& op = describe(p.op);
   const bool exchange = r.slices > 1 && !r.streaming && (!op.backward || (op.writes & kDx));
-  return exchange ? resident_counter_bytes(r.units) : 0;
+  return exchange ? unit_counter_bytes(r.units) : 0;
 }
 
 Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStream_t stream, int compute_units,
@@ -422,7 +426,7 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
     } else if (r.slices > 1) {
       char* exchange = static_cast<char*>(workspace) + resident_sums_bytes(p);
       k.counters = reinterpret_cast<std::uint32_t*>(exchange);
-      k.partials = reinterpret_cast<float*>(exchange + resident_counter_bytes(r.units));
+      k.partials = reinterpret_cast<float*>(exchange + unit_counter_bytes(r.units));
     }
   }
   if (describe(spec_.family).streams) {

@@ -134,7 +134,7 @@ struct Params {
   // The resident family: a persistent grid walks items = units x slices, a unit being a group
   // (channels-first) or chunk_channels of a sample (channels-last); the slices of a unit
   // exchange partial statistics through `partials`, counting arrivals in `counters` (a counter
-  // and its generation a unit: resident_counter_words).
+  // and its generation a unit: unit_counter_words).
   std::int64_t items;
   FastDivmod slices_div;           // item -> (unit, slice) without a 64-bit division
   FastDivmod groups_div;           // group -> (sample, group of the sample)
@@ -251,20 +251,23 @@ HIPGN_HD StreamShape stream_cl_shape(std::int64_t c, int vector, int block) {
   const int per_row = (row_vectors + cols - 1) / cols;
   return {cols, per_row, block / per_row};
 }
-// The stream family's two grid barriers: a counter and a generation each, each word in its own
-// 128-byte line (barrier k: counter at word 2 k kStreamLineWords, generation one line after),
-// so that waiters polling a generation never queue in front of arrivals at the counter.
+// Arrival counters: one buffer serves every family in turn (the handle keeps one a stream,
+// zeroed once), so every family keeps one layout: arrival counts at even words, zero before and
+// after every launch (exchange.hpp), and generations at odd words, any value. A count at a word
+// where another family left a generation would start from that value and never reach its
+// total: the barrier waits forever.
+HIPGN_HD bool is_generation_word(std::int64_t w) { return w % 2 == 1; }
+// A unit's count and generation side by side (unit u: words 2 u, 2 u + 1): the resident
+// family's exchange (a unit's few slices polled the count itself before, its line now) and
+// the grid families' dgamma/dbeta arrivals (a unit a group of a sample, no generation).
+HIPGN_HD std::int64_t unit_counter_words(std::int64_t units) { return 2 * units; }
+// The stream family's two grid barriers: a count and a generation each, in 128-byte lines of
+// their own (barrier k: count at word 2 k kStreamLineWords, generation a line and a word after),
+// so that waiters polling a generation never queue in front of arrivals at the count.
 inline constexpr int kStreamLineWords = 32;
+inline constexpr int kStreamGenerationOffset = kStreamLineWords + 1;
 inline constexpr int kStreamCounterWords = 2 * 2 * kStreamLineWords;
-// The resident family's exchange: a counter and its generation a unit, side by side (unit u:
-// words 2 u, 2 u + 1): a unit's few slices polled the counter itself before, its line now.
-HIPGN_HD std::int64_t resident_counter_words(std::int64_t units) { return 2 * units; }
-// Whether word w of a launch's counters is a generation (exchange.hpp: any value, advanced by
-// each use), not an arrival count (zero before and after every launch): the stream family's
-// layout (grid barriers) or the resident family's.
-HIPGN_HD bool is_generation_word(std::int64_t w, bool grid_barriers) {
-  return grid_barriers ? w % (2 * kStreamLineWords) == kStreamLineWords : w % 2 == 1;
-}
+static_assert(kStreamGenerationOffset % 2 == 1 && kStreamLineWords % 2 == 0, "counts at even words, generations at odd");
 // Shared memory of a stream workgroup, in floats: each lane's per-channel S1 and S2, then the
 // forward's channel shifts, gamma and beta (3 C), the backward's gamma and beta and an item's
 // per-channel then per-group sums (4 C).

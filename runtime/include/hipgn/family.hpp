@@ -21,6 +21,7 @@ struct FamilyDescriptor {
   unsigned layouts;           // bit 1 << int(layout) for each layout it has kernels for (every op)
   bool streams;               // two passes over x in one cooperative launch (Instance::stream_shape)
   bool uneven_groups;         // runs opt-in uneven groups (Problem::uneven_groups)
+  bool gamma_beta_arrivals;   // backward: dgamma/dbeta by the last of a group's samples (Instance::counter_bytes)
 };
 
 const FamilyDescriptor& describe(Family);

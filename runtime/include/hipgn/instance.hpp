@@ -77,10 +77,13 @@ class Instance {
   // items; workspace_bytes and run must be given the same.
   std::size_t workspace_bytes(const Problem&, int compute_units = 0) const;
   // Bytes of arrival counters the launch counts in (0: none): workgroups that wait for each
-  // other (the stream family's grid barriers, the resident family's exchange). They are in the
-  // workspace and zeroed before each launch, unless run() is given counters of its own that
-  // are zero: every launch leaves them zero (kernels/.../primitives/exchange.hpp), so those
-  // need zeroing once, where they are allocated, and the launch skips a memset (~2 us).
+  // other (the stream family's grid barriers, the resident family's exchange), or the last of a
+  // group's samples to finish (the onchip and looped backwards' dgamma/dbeta). The waiting ones
+  // are in the workspace and zeroed before each launch, unless run() is given counters of its
+  // own that are zero: every launch leaves them zero (kernels/.../primitives/exchange.hpp), so
+  // those need zeroing once, where they are allocated, and the launch skips a memset (~2 us);
+  // without them the onchip and looped backwards launch a dgamma/dbeta kernel of their own.
+  // Every family's counts are at even words (params.hpp), so one buffer serves them all.
   std::size_t counter_bytes(const Problem&, int compute_units = 0) const;
   // Launches on stream. The caller validated the problem and checked supports().
   // zeroed_counters: null, or counter_bytes(p) bytes (16-byte aligned) that are zero (above).
@@ -117,8 +120,8 @@ class Instance {
   SplitRows split_rows(const Problem&, int compute_units) const;
   // Bytes of `words` arrival counter words, padded to 16.
   static std::size_t counter_words_bytes(std::int64_t words);
-  // Bytes of the resident family's arrival counters (two words a unit), padded to 16.
-  static std::size_t resident_counter_bytes(std::int64_t units);
+  // Bytes of the arrival counters of `units` units (two words a unit: unit_counter_words), padded to 16.
+  static std::size_t unit_counter_bytes(std::int64_t units);
   // Bytes of the resident backward's per-(item, channel) sums for dgamma/dbeta (ops dgb, bwd),
   // padded to 16; the counters and partials follow them.
   std::size_t resident_sums_bytes(const Problem&) const;

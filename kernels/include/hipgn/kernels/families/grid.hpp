@@ -12,6 +12,7 @@
 
 #include "hipgn/kernels/primitives/activation.hpp"
 #include "hipgn/kernels/primitives/backward.hpp"
+#include "hipgn/kernels/primitives/exchange.hpp"
 #include "hipgn/kernels/primitives/reduce.hpp"
 #include "hipgn/kernels/primitives/vector.hpp"
 #include "hipgn/kernels/primitives/view.hpp"
@@ -307,17 +308,62 @@ __device__ __forceinline__ void write_dx_span(const Params& p, const GroupView<T
 }
 
 // dgamma_c = sum_n S2[n, c], dbeta_c = sum_n S1[n, c], n in order, from the per-(n, c) sums in
-// the workspace: the same bits wherever it runs.
+// the workspace: the same bits wherever it runs. L2 reads: other workgroups of this launch may
+// have stored them (GroupArrival).
 template <typename GammaType>
 __device__ __forceinline__ void write_gamma_beta(const Params& p, std::int64_t samples, std::int64_t c) {
   float s1 = 0.f, s2 = 0.f;
   for (std::int64_t n = 0; n < samples; ++n) {
-    const float* w = p.workspace + (n * p.channels + c) * 2;
-    s1 += w[0];
-    s2 += w[1];
+    const float2 w = load_shared_partial(reinterpret_cast<const float2*>(p.workspace + (n * p.channels + c) * 2));
+    s1 += w.x;
+    s2 += w.y;
   }
   static_cast<GammaType*>(p.dgamma)[c] = from_float<GammaType>(s2);
   static_cast<GammaType*>(p.dbeta)[c] = from_float<GammaType>(s1);
+}
+
+// Whether the backward kernel writes dgamma and dbeta itself (the onchip and looped families:
+// FamilyDescriptor::gamma_beta_arrivals), the last of a group's samples to store its sums
+// adding them up (GroupArrival): with an arrival counter a group of a sample that is zero at
+// launch (the handle's, Params::counters_zeroed), or none where there is one sample. Else the
+// kernel of launch_grid_gamma_beta follows, one more graph node (~1.1 us, bench/NOTES.md).
+template <typename Traits>
+__host__ __device__ __forceinline__ bool gamma_beta_by_arrival(const Params& p) {
+  return (Traits::kOp == Op::dgb || Traits::kOp == Op::bwd) && p.dgamma != nullptr &&
+         (p.counters_zeroed || p.num_groups == p.groups_per_sample);
+}
+
+// A group's workgroup (one a (sample, group)) arriving once its per-(n, c) sums are stored; the
+// last of the group's samples writes dgamma and dbeta of its channels. Thread 0 arrives early
+// and the others learn the outcome late (finish), so the atomic's round trip hides behind the
+// workgroup's dx.
+struct GroupArrival {
+  std::uint32_t ticket = 0;  // thread 0's: the arrivals before its own
+  // Thread 0, after every store of the workgroup's sums (a workgroup barrier where other threads
+  // stored them); g is the group's index in its sample, its count word 2 g (unit_counter_words).
+  __device__ __forceinline__ void arrive(const Params& p, std::int64_t g) {
+    if (p.num_groups != p.groups_per_sample) ticket = kernels::arrive(p.counters + 2 * g);
+  }
+  // Every thread of the workgroup.
+  template <typename Traits>
+  __device__ __forceinline__ void finish(const Params& p, const GroupView<Traits>& view, std::int64_t g) {
+    __shared__ int last;
+    const std::int64_t samples = p.num_groups / p.groups_per_sample;
+    if (threadIdx.x == 0) last = samples == 1 || last_arrival(p.counters + 2 * g, ticket, std::uint32_t(samples));
+    __syncthreads();
+    if (!last) return;
+    const std::int64_t channels = view.channels(p);
+    for (std::int64_t c = threadIdx.x; c < channels; c += blockDim.x)
+      write_gamma_beta<typename Traits::GammaType>(p, samples, view.channel0 + c);
+  }
+};
+
+// After a workgroup's stores of its group's sums (by any of its threads).
+template <typename Traits>
+__device__ __forceinline__ void arrive_after_sums(const Params& p, std::int64_t g, GroupArrival& arrival) {
+  if (!gamma_beta_by_arrival<Traits>(p)) return;
+  __syncthreads();
+  if (threadIdx.x == 0) arrival.arrive(p, g);
 }
 
 // write_gamma_beta, a thread per channel.

@@ -28,7 +28,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_looped_kernel(Params p
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize) bwd_looped_kernel(Params p) {
   using U = Unit<Traits>;
-  const std::int64_t group = blockIdx.x, sample = group_sample(p, group);
+  const std::int64_t group = blockIdx.x, sample = group_sample(p, group), g = group - sample * p.groups_per_sample;
   const GroupView<Traits> view(p, group);
   const float mean = p.mean[group], rstd = p.rstd[group];
   const bool sums = wants_channel_sums<Traits>(p);
@@ -44,6 +44,9 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_looped_kernel(Params p
       if (sums && threadIdx.x == 0) store_channel_sums(p, sample, c, unit.s1[i], unit.s2[i]);
     }
   }
+  // thread 0 stored every sum: it arrives with no barrier first
+  GroupArrival arrival;
+  if (gamma_beta_by_arrival<Traits>(p) && threadIdx.x == 0) arrival.arrive(p, g);
   if constexpr (kWritesDx<Traits>) {
     const float m = float(view.elements(p));
     if (spans<Traits>(p))
@@ -51,6 +54,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_looped_kernel(Params p
     else
       write_dx<Traits>(p, view, 0, view.vectors(p), mean, rstd, a / m, b / m);
   }
+  if (gamma_beta_by_arrival<Traits>(p)) arrival.finish(p, view, g);
 }
 
 template <>
@@ -69,7 +73,7 @@ struct FamilyLauncher<Family::looped> {
     } else {
       const auto kernel = uneven ? &bwd_looped_kernel<UnevenGroups<Traits>> : &bwd_looped_kernel<Traits>;
       kernel<<<grid, block, 0, stream>>>(p);
-      return launch_grid_gamma_beta<Traits>(p, stream);
+      return gamma_beta_by_arrival<Traits>(p) ? hipGetLastError() : launch_grid_gamma_beta<Traits>(p, stream);
     }
   }
 };

@@ -63,7 +63,8 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_kernel(Params p
 // added up a wavefront per channel.
 template <typename Traits>
 __device__ __forceinline__ void bwd_onchip_span(const Params& p, const GroupView<Traits>& view, std::int64_t sample,
-                                                float mean, float rstd, float* s1, float* s2) {
+                                                std::int64_t g, float mean, float rstd, float* s1, float* s2,
+                                                GroupArrival& arrival) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
   using X = typename Traits::XType;
   const auto* xs = static_cast<const X*>(p.x);
@@ -121,6 +122,7 @@ __device__ __forceinline__ void bwd_onchip_span(const Params& p, const GroupView
       for (std::int64_t k = lane; k < hw; k += kWarpSize) t1 += s1[c * hw + k], t2 += s2[c * hw + k];
       store_warp_channel_sums(p, sample, view.channel0 + c, lane, t1, t2);
     }
+    arrive_after_sums<Traits>(p, g, arrival);
   }
   if constexpr (kWritesDx<Traits>) {
     block_sum_array<B>(ab);
@@ -160,13 +162,15 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p
   static_assert(kSlots <= kBwdStagedSlots, "the per-channel staging must fit in 32 KB of shared memory");
   using X = typename Traits::XType;
   __shared__ float s1[kSlots], s2[kSlots];
-  const std::int64_t group = blockIdx.x, sample = group_sample(p, group);
+  const std::int64_t group = blockIdx.x, sample = group_sample(p, group), g = group - sample * p.groups_per_sample;
   const GroupView<Traits> view(p, group);
   const float mean = p.mean[group], rstd = p.rstd[group];
+  GroupArrival arrival;
   if constexpr (kPeels<Traits>)
     if (p.span) {
       extern __shared__ float staged[];
-      bwd_onchip_span<Traits>(p, view, sample, mean, rstd, staged, staged + p.group_elements);
+      bwd_onchip_span<Traits>(p, view, sample, g, mean, rstd, staged, staged + p.group_elements, arrival);
+      if (gamma_beta_by_arrival<Traits>(p)) arrival.finish(p, view, g);
       return;
     }
   float x[E][V], dy[E][V];
@@ -222,6 +226,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p
       }
       store_warp_channel_sums(p, sample, view.channel0 + c, lane, t1, t2);
     }
+    arrive_after_sums<Traits>(p, g, arrival);
   }
   if constexpr (kWritesDx<Traits>) {
     block_sum_array<B>(ab);
@@ -241,6 +246,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p
       store_vec<V>(static_cast<X*>(p.dx) + offset, dx);
     }
   }
+  if (gamma_beta_by_arrival<Traits>(p)) arrival.finish(p, view, g);
 }
 
 template <>
@@ -254,7 +260,7 @@ struct FamilyLauncher<Family::onchip> {
       // span mode stages 2 M floats (bwd_onchip_span)
       const std::size_t staged = p.span ? std::size_t(p.group_elements) * 2 * sizeof(float) : 0;
       bwd_onchip_kernel<Traits><<<dim3(p.num_groups), dim3(Traits::kBlockSize), staged, stream>>>(p);
-      return launch_grid_gamma_beta<Traits>(p, stream);
+      return gamma_beta_by_arrival<Traits>(p) ? hipGetLastError() : launch_grid_gamma_beta<Traits>(p, stream);
     }
   }
 };

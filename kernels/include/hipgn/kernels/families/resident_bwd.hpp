@@ -270,7 +270,7 @@ struct ResidentBwdLauncher {
     hipError_t e = hipSuccess;
     if (p.pass == 0) {  // on chip: one launch, the slices of a sample exchanging A and B
       e = launch_persistent(&bwd_resident_cl_kernel<Traits>, p, block, smem, kWritesDx<Traits> && p.slices > 1,
-                            resident_counter_words(samples), stream);
+                            unit_counter_words(samples), stream);
     } else {  // streaming: sums, then A and B, then dx; no exchange, so no counters
       e = launch_persistent(&bwd_resident_cl_kernel<Traits>, p, block, smem, false, 0, stream);
       if (e == hipSuccess && kWritesDx<Traits>) {

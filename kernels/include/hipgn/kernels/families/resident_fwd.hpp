@@ -561,7 +561,7 @@ struct ResidentFwdLauncher {
                           p.items / p.slices, stream, &e))
         return e;
       return launch_persistent(&fwd_resident_cf_kernel<Traits>, p, Traits::kBlockSize, stages, exchange,
-                               resident_counter_words(p.items / p.slices), stream);
+                               unit_counter_words(p.items / p.slices), stream);
     } else {
       // a unit: a sample's chunk_channels (whole groups); narrower than C, its rows are not one
       // span, and the stages are not used
@@ -576,7 +576,7 @@ struct ResidentFwdLauncher {
           launch_clusters(&fwd_resident_cl_kernel<Traits>, p, block, smem, int(p.slices), p.items / p.slices, stream, &e))
         return e;
       return launch_persistent(&fwd_resident_cl_kernel<Traits>, p, block, smem, exchange,
-                               resident_counter_words(p.items / p.slices), stream);
+                               unit_counter_words(p.items / p.slices), stream);
     }
   }
 };

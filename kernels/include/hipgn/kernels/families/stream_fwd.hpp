@@ -48,7 +48,7 @@ inline constexpr int kStreamUnroll = 2;
 __device__ __forceinline__ void grid_barrier(std::uint32_t* counters, int k) {
   __syncthreads();
   std::uint32_t* counter = counters + 2 * kStreamLineWords * k;
-  if (threadIdx.x == 0) arrive_and_wait(counter, counter + kStreamLineWords, gridDim.x);
+  if (threadIdx.x == 0) arrive_and_wait(counter, counter + kStreamGenerationOffset, gridDim.x);
   __syncthreads();
 }
 

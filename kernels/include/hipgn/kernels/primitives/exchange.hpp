@@ -19,6 +19,30 @@ __device__ __forceinline__ std::uint32_t load_acquire(std::uint32_t* word) {
 #endif
 }
 
+// One arrival at `counter` (a release and acquire at device scope; by one thread, after a
+// workgroup barrier that follows the workgroup's stores, see arrive_and_wait): the arrivals
+// before it, its ticket. Nothing waits on it until last_arrival asks.
+__device__ __forceinline__ std::uint32_t arrive(std::uint32_t* counter) {
+#if defined(HIPGN_PLATFORM_AMD)
+  return __hip_atomic_fetch_add(counter, 1u, __ATOMIC_ACQ_REL, __HIP_MEMORY_SCOPE_AGENT);
+#else
+  std::uint32_t before;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(before) : "l"(counter), "r"(1u) : "memory");
+  return before;
+#endif
+}
+// Whether the arrival with `ticket` was the last of `expected`; the last sets the counter back
+// to zero, so that counters zeroed once stay zero (Params::counters_zeroed).
+__device__ __forceinline__ bool last_arrival(std::uint32_t* counter, std::uint32_t ticket, std::uint32_t expected) {
+  if (ticket + 1 != expected) return false;
+#if defined(HIPGN_PLATFORM_AMD)
+  __hip_atomic_store(counter, 0u, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+#else
+  asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(counter), "r"(0u) : "memory");
+#endif
+  return true;
+}
+
 // Cross-workgroup exchange. Workgroups that share a unit of work each store their partial
 // result, then one thread of each, after a workgroup barrier that follows every store of the
 // partials, arrives at the unit's counter (a release at device scope, which the barrier makes
@@ -41,20 +65,17 @@ __device__ __forceinline__ std::uint32_t load_acquire(std::uint32_t* word) {
 __device__ __forceinline__ void arrive_and_wait(std::uint32_t* counter, std::uint32_t* gen, std::uint32_t expected) {
 #if defined(HIPGN_PLATFORM_AMD)
   const std::uint32_t g = __hip_atomic_load(gen, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
-  const std::uint32_t before = __hip_atomic_fetch_add(counter, 1u, __ATOMIC_ACQ_REL, __HIP_MEMORY_SCOPE_AGENT);
-  if (before + 1 == expected) {
-    __hip_atomic_store(counter, 0u, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+  // the release half of the arrival orders the load above before it
+  if (last_arrival(counter, arrive(counter), expected)) {
     __hip_atomic_store(gen, g + 1, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
     return;
   }
   while (load_acquire(gen) == g) __builtin_amdgcn_s_sleep(2);
 #else
-  std::uint32_t g, before;
+  std::uint32_t g;
   asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(g) : "l"(gen) : "memory");
-  // the release half orders the load above before the arrival
-  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(before) : "l"(counter), "r"(1u) : "memory");
-  if (before + 1 == expected) {
-    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(counter), "r"(0u) : "memory");
+  // the release half of the arrival orders the load above before it
+  if (last_arrival(counter, arrive(counter), expected)) {
     asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(gen), "r"(g + 1) : "memory");
     return;
   }
@@ -65,6 +86,7 @@ __device__ __forceinline__ void arrive_and_wait(std::uint32_t* counter, std::uin
   }
 #endif
 }
+
 // A read of another workgroup's partial, past this unit's (incoherent) L1, after the
 // exchange's fence. On NVIDIA an L2 load (ld.global.cg), which the hardware pipelines: a
 // volatile load is a relaxed system-scope access, and a loop of them waited on each in turn
