@@ -134,38 +134,55 @@ using GraphExecT = cudaGraphExec_t;
 #define HIPGN_CAPTURE_GLOBAL cudaStreamCaptureModeGlobal
 #endif
 
-Status capture_and_replay(const std::function<Status(hipStream_t)>& work, int replays) {
+Status capture_and_replay(const std::vector<std::function<Status(hipStream_t)>>& works, int replays) {
   auto failed = [](const char* what, hipError_t e) {
     return Status::error(StatusCode::runtime_error, std::string(what) + ": " + hipGetErrorString(e));
   };
-  hipStream_t stream = nullptr;
-  if (hipError_t e = hipStreamCreate(&stream); e != hipSuccess) return failed("stream", e);
-  GraphT graph = nullptr;
-  GraphExecT exec = nullptr;
+  const std::size_t n = works.size();
+  // streams[0] captures every graph; one graph replays there, several each on a stream of its own
+  std::vector<hipStream_t> streams(n == 1 ? 1 : n + 1, nullptr);
+  std::vector<GraphT> graphs(n, nullptr);
+  std::vector<GraphExecT> execs(n, nullptr);
   Status s;
-  if (hipError_t e = HIPGN_GRAPH(StreamBeginCapture)(stream, HIPGN_CAPTURE_GLOBAL); e != hipSuccess) {
-    s = failed("begin capture", e);
-  } else {
-    s = work(stream);
-    const hipError_t e_end = HIPGN_GRAPH(StreamEndCapture)(stream, &graph);
+  for (hipStream_t& st : streams)
+    if (s.ok())
+      if (hipError_t e = hipStreamCreate(&st); e != hipSuccess) s = failed("stream", e);
+  for (std::size_t k = 0; s.ok() && k < n; ++k) {
+    if (hipError_t e = HIPGN_GRAPH(StreamBeginCapture)(streams[0], HIPGN_CAPTURE_GLOBAL); e != hipSuccess) {
+      s = failed("begin capture", e);
+      break;
+    }
+    s = works[k](streams[0]);
+    const hipError_t e_end = HIPGN_GRAPH(StreamEndCapture)(streams[0], &graphs[k]);
     if (s.ok() && e_end != hipSuccess) s = failed("end capture (something in the capture is not capturable)", e_end);
-  }
 #if defined(HIPGN_PLATFORM_AMD) || defined(HIPGN_NVIDIA_SYSTEM_HIP)
-  if (s.ok())
-    if (hipError_t e = hipGraphInstantiate(&exec, graph, nullptr, nullptr, 0); e != hipSuccess) s = failed("instantiate", e);
+    if (s.ok())
+      if (hipError_t e = hipGraphInstantiate(&execs[k], graphs[k], nullptr, nullptr, 0); e != hipSuccess)
+        s = failed("instantiate", e);
 #else
-  if (s.ok())
-    if (hipError_t e = cudaGraphInstantiate(&exec, graph, 0); e != hipSuccess) s = failed("instantiate", e);
+    if (s.ok())
+      if (hipError_t e = cudaGraphInstantiate(&execs[k], graphs[k], 0); e != hipSuccess) s = failed("instantiate", e);
 #endif
+  }
   for (int i = 0; s.ok() && i < replays; ++i)
-    if (hipError_t e = HIPGN_GRAPH(GraphLaunch)(exec, stream); e != hipSuccess) s = failed("graph launch", e);
-  if (s.ok())
-    if (hipError_t e = hipStreamSynchronize(stream); e != hipSuccess) s = failed("replay", e);
-  if (exec) (void)HIPGN_GRAPH(GraphExecDestroy)(exec);
-  if (graph) (void)HIPGN_GRAPH(GraphDestroy)(graph);
-  (void)hipStreamDestroy(stream);
+    for (std::size_t k = 0; s.ok() && k < n; ++k)
+      if (hipError_t e = HIPGN_GRAPH(GraphLaunch)(execs[k], streams[n == 1 ? 0 : k + 1]); e != hipSuccess)
+        s = failed("graph launch", e);
+  for (hipStream_t st : streams)
+    if (s.ok() && st)
+      if (hipError_t e = hipStreamSynchronize(st); e != hipSuccess) s = failed("replay", e);
+  for (std::size_t k = 0; k < n; ++k) {
+    if (execs[k]) (void)HIPGN_GRAPH(GraphExecDestroy)(execs[k]);
+    if (graphs[k]) (void)HIPGN_GRAPH(GraphDestroy)(graphs[k]);
+  }
+  for (hipStream_t st : streams)
+    if (st) (void)hipStreamDestroy(st);
   (void)hipGetLastError();
   return s;
+}
+
+Status capture_and_replay(const std::function<Status(hipStream_t)>& work, int replays) {
+  return capture_and_replay(std::vector<std::function<Status(hipStream_t)>>{work}, replays);
 }
 
 bool run_and_check_op(const Problem& p, const RunOptions& o, const Launch& launch, const std::string& what) {

@@ -77,6 +77,10 @@ bool check_instance(const Instance& inst, const Problem& p, const RunOptions& o,
 // (where an allocation or a synchronization by anyone fails the capture), then launches the
 // graph `replays` times and waits: proof that `work` is capturable.
 Status capture_and_replay(const std::function<Status(hipStream_t)>& work, int replays = 1);
+// Several works, each captured as a graph of its own on one stream, then replayed side by side,
+// each graph on a stream of its own, `replays` times: what a caller may do with graphs captured
+// on one stream (so they must share no memory that a launch writes).
+Status capture_and_replay(const std::vector<std::function<Status(hipStream_t)>>& works, int replays);
 
 // Names of the registered instances of one op kind (forward, or any backward op).
 std::vector<std::string> instance_names(bool backward);

@@ -96,6 +96,27 @@ Status no_instance_status(const Registry& reg, const Problem& p, const Tensors* 
   return Status::error(StatusCode::not_supported, m);
 }
 
+
+namespace {
+// Device memory zeroed while a stream of this thread captures a graph, none of it in the graph:
+// the thread's capture mode relaxed for the allocation (which a global-mode capture would
+// otherwise refuse, as PyTorch's allocator does it) and the memset on a stream of its own. Null
+// where that fails.
+void* zeroed_outside_capture(std::size_t bytes) {
+  hipStreamCaptureMode mode = hipStreamCaptureModeRelaxed;
+  (void)hipThreadExchangeStreamCaptureMode(&mode);
+  void* p = nullptr;
+  hipStream_t s = nullptr;
+  bool ok = hipMalloc(&p, bytes) == hipSuccess && hipStreamCreateWithFlags(&s, hipStreamNonBlocking) == hipSuccess;
+  ok = ok && hipMemsetAsync(p, 0, bytes, s) == hipSuccess && hipStreamSynchronize(s) == hipSuccess;
+  if (s) (void)hipStreamDestroy(s);
+  if (!ok && p) (void)hipFree(p);
+  (void)hipThreadExchangeStreamCaptureMode(&mode);
+  (void)hipGetLastError();
+  return ok ? p : nullptr;
+}
+}  // namespace
+
 Status Dispatcher::create(std::unique_ptr<Dispatcher>* out) {
   int count = 0;
   const hipError_t e = hipGetDeviceCount(&count);
@@ -145,6 +166,8 @@ void Dispatcher::read_env_tuning_db() {
 Dispatcher::~Dispatcher() {
   for (auto& [stream, buf] : workspaces_) (void)hipFree(buf.first);
   for (auto& [stream, buf] : counters_) (void)hipFree(buf.first);
+  for (auto& [key, buf] : captured_counters_) (void)hipFree(buf.first);
+  for (void* p : outgrown_counters_) (void)hipFree(p);
 }
 
 const Instance* Dispatcher::choose(const Problem& p, const Tensors* tensors, Status* why) const {
@@ -234,7 +257,23 @@ Status Dispatcher::workspace_for(hipStream_t stream, std::size_t bytes, void** p
 }
 
 Status Dispatcher::counters_for(hipStream_t stream, std::size_t bytes, void** ptr) {
-  return buffer_for(counters_, stream, bytes, true, ptr);
+  *ptr = nullptr;
+  hipStreamCaptureStatus capture = hipStreamCaptureStatusNone;
+  unsigned long long id = 0;
+  if (hipStreamGetCaptureInfo(stream, &capture, &id) != hipSuccess) {
+    (void)hipGetLastError();  // unknown: the launch zeroes counters of its own, right either way
+    return Status::success();
+  }
+  if (capture == hipStreamCaptureStatusNone) return buffer_for(counters_, stream, bytes, true, ptr);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& buf = captured_counters_[{id, stream}];
+  if (buf.second < bytes) {
+    if (buf.first) outgrown_counters_.push_back(buf.first);
+    buf = {zeroed_outside_capture(bytes), bytes};
+    if (!buf.first) buf.second = 0;
+  }
+  *ptr = buf.first;
+  return Status::success();
 }
 
 Status Dispatcher::buffer_for(Buffers& buffers, hipStream_t stream, std::size_t bytes, bool zeroed, void** ptr) {
@@ -310,7 +349,13 @@ Status Dispatcher::run_with_workspace(const Problem& p, const Tensors& t, void* 
     return bad(inst->name() + " needs a workspace of " + std::to_string(need) + " bytes for " + p.to_string() + "; " +
                std::to_string(workspace_bytes) + " given (workspace_size() says how many)");
   if (!has_device_) return Status::error(StatusCode::no_device, "no GPU: this handle cannot launch");
-  return inst->run(q, t, need ? workspace : nullptr, stream, info_.cus());
+  // the caller's workspace, the handle's counters (as run()'s: no memset before the launch)
+  void* counters = nullptr;
+  if (const std::size_t bytes = inst->counter_bytes(q, info_.cus())) {
+    s = counters_for(stream, bytes, &counters);
+    if (!s.ok()) return s;
+  }
+  return inst->run(q, t, need ? workspace : nullptr, stream, info_.cus(), counters);
 }
 
 Status Dispatcher::set_tuned(const Problem& p, const std::string& instance, double us) {

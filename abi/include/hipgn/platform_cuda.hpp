@@ -43,8 +43,18 @@ inline hipError_t hipMemcpyAsync(void* d, const void* s, size_t n, hipMemcpyKind
 inline hipError_t hipMemset(void* d, int v, size_t n) { return cudaMemset(d, v, n); }
 inline hipError_t hipMemsetAsync(void* d, int v, size_t n, hipStream_t st) { return cudaMemsetAsync(d, v, n, st); }
 inline hipError_t hipStreamCreate(hipStream_t* s) { return cudaStreamCreate(s); }
+inline constexpr unsigned hipStreamNonBlocking = cudaStreamNonBlocking;
+inline hipError_t hipStreamCreateWithFlags(hipStream_t* s, unsigned flags) { return cudaStreamCreateWithFlags(s, flags); }
 inline hipError_t hipStreamDestroy(hipStream_t s) { return cudaStreamDestroy(s); }
 inline hipError_t hipStreamSynchronize(hipStream_t s) { return cudaStreamSynchronize(s); }
+using hipStreamCaptureStatus = cudaStreamCaptureStatus;
+using hipStreamCaptureMode = cudaStreamCaptureMode;
+inline constexpr hipStreamCaptureStatus hipStreamCaptureStatusNone = cudaStreamCaptureStatusNone;
+inline constexpr hipStreamCaptureMode hipStreamCaptureModeRelaxed = cudaStreamCaptureModeRelaxed;
+inline hipError_t hipStreamGetCaptureInfo(hipStream_t s, hipStreamCaptureStatus* c, unsigned long long* id) {
+  return cudaStreamGetCaptureInfo(s, c, id);
+}
+inline hipError_t hipThreadExchangeStreamCaptureMode(hipStreamCaptureMode* m) { return cudaThreadExchangeStreamCaptureMode(m); }
 inline hipError_t hipDeviceGetAttribute(int* v, hipDeviceAttribute_t a, int d) { return cudaDeviceGetAttribute(v, a, d); }
 // Kernels are passed as function pointers (HIP's spelling); CUDA's templates take them as-is.
 inline hipError_t hipFuncSetAttribute(const void* f, hipFuncAttribute a, int v) { return cudaFuncSetAttribute(f, a, v); }

@@ -73,7 +73,7 @@ hipgn_status_t hipgn_groupnorm_bwd(hipgn_handle_t handle, const hipgn_problem_t*
 hipgn_status_t hipgn_choose_instance(hipgn_handle_t handle, const hipgn_problem_t* problem,
                                      const char** name);
 
-/* --- caller-supplied workspace (capturable in a graph: the library allocates nothing) ------ */
+/* --- caller-supplied workspace (capturable in a graph) ------------------------------------ */
 
 /* Workspace bytes for the problem. instance NULL or "": enough for any instance the automatic
  * choice can pick for it (tuned or heuristic, whatever the pointers' alignment); else that
@@ -83,7 +83,11 @@ hipgn_status_t hipgn_workspace_size(hipgn_handle_t handle, const hipgn_problem_t
 
 /* hipgn_groupnorm_fwd / _bwd with the caller's workspace: workspace_bytes bytes at workspace
  * (16-byte aligned; NULL with 0 where hipgn_workspace_size says 0). Its content need not be
- * initialized. Nothing is allocated and nothing synchronizes: the calls can be captured. */
+ * initialized. The arrival counters of instances that count are the handle's, zero and left
+ * zero (no memset before the launch): a stream's own, or while the stream captures a graph the
+ * capture's own (made, and zeroed on a stream of the handle's, at the capture's first launch that
+ * needs them, outside the graph), so graphs replayed side by side never share them. Nothing of
+ * this enters the graph. */
 hipgn_status_t hipgn_groupnorm_fwd_with_workspace(hipgn_handle_t handle, const hipgn_problem_t* problem,
                                                   const void* x, void* y, const void* gamma, const void* beta,
                                                   float* mean, float* rstd, void* workspace, size_t workspace_bytes,

@@ -50,15 +50,18 @@ class Handle {
   // Runs p.op on the tensors (problem.hpp says which each op reads and writes). `instance`:
   // empty for the automatic choice, else a name. Writes nothing when it returns an error.
   // Thread-safe; the workspace, where the instance needs one, is the handle's, kept per stream
-  // (allocated the first time a stream needs it, so not capturable in a graph then), and so are
-  // the arrival counters of instances whose workgroups wait for each other: zeroed once, left
-  // zero by every launch, so run() launches them without the memset run_with_workspace() needs.
+  // (allocated the first time a stream needs it, so not capturable in a graph then; graphs
+  // captured on one stream share it, so replay those one at a time). The arrival counters of
+  // instances that count (workgroups waiting for each other, or the last of a group's samples)
+  // are zeroed once and left zero by every launch, so no memset precedes a launch: kept per
+  // stream, and while the stream captures a graph per capture (made at its first need).
   Status run(const Problem&, const Tensors&, void* stream = nullptr, const std::string& instance = "");
 
-  // run() with the caller's workspace: the library allocates nothing, so the call can be
-  // captured in a graph and the memory can come from the caller's allocator (PyTorch's
-  // caching allocator, say). `workspace` holds `workspace_bytes` bytes (16-byte aligned; any
-  // content: the kernels initialize what they use); workspace_size() says how many are needed.
+  // run() with the caller's workspace, from the caller's allocator (PyTorch's caching
+  // allocator, say), and the handle's counters as run() takes them: the call can be captured
+  // (the counters a capture needs are made outside its graph), and graphs replayed side by side
+  // share nothing. `workspace` holds `workspace_bytes` bytes (16-byte aligned; any content: the
+  // kernels initialize what they use); workspace_size() says how many are needed.
   Status run_with_workspace(const Problem&, const Tensors&, void* workspace, std::size_t workspace_bytes,
                             void* stream = nullptr, const std::string& instance = "");
 

@@ -2,8 +2,10 @@
 torch.library (fake implementations for torch.compile, an autograd formula through hipgn's
 backward from the saved mean and rstd), and group_norm(), the function users call.
 
-Every launch goes on the current stream, with its workspace from PyTorch's caching allocator:
-nothing is allocated by hipgn, so calls can be captured in CUDA graphs and streams stay safe.
+Every launch goes on the current stream, with its workspace from PyTorch's caching allocator
+and the handle's arrival counters (zero and left zero, so no memset precedes a launch: a
+stream's own, or while capturing the capture's own, made outside the graph): calls can be
+captured in CUDA graphs, and graphs replayed side by side share nothing.
 """
 
 import ctypes

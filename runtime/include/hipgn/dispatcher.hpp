@@ -83,8 +83,12 @@ class Dispatcher {
   Dispatcher(DeviceInfo info, bool has_device) : info_(std::move(info)), has_device_(has_device) {}
   using Buffers = std::map<hipStream_t, std::pair<void*, std::size_t>>;
   Status workspace_for(hipStream_t, std::size_t bytes, void** ptr);
-  // Arrival counters kept per stream beside the workspace, zeroed once where allocated and left
-  // zero by every launch (Instance::counter_bytes), so run() launches without their memset.
+  // Arrival counters for one launch on the stream, zero and left zero by it (Instance::
+  // counter_bytes), so run() and run_with_workspace() launch without their memset: the stream's
+  // own while it runs work as it comes (stream order keeps its launches apart); while it
+  // captures a graph, the capture's own on that stream (a graph may be replayed on any stream,
+  // beside another graph captured on this one; a capture's launches on one stream run in
+  // order). *ptr is null where they cannot be had: the launch zeroes counters in its workspace.
   Status counters_for(hipStream_t, std::size_t bytes, void** ptr);
   Status buffer_for(Buffers&, hipStream_t, std::size_t bytes, bool zeroed, void** ptr);
   // The largest workspace any of `instances` (supporting(p)'s) needs for p.
@@ -99,6 +103,10 @@ class Dispatcher {
   mutable std::mutex mutex_;
   Buffers workspaces_;
   Buffers counters_;
+  // counters of captured launches, a buffer a (capture id, stream), and those a capture
+  // outgrew: kept until the handle goes, since the graphs that use them may live as long
+  std::map<std::pair<unsigned long long, hipStream_t>, std::pair<void*, std::size_t>> captured_counters_;
+  std::vector<void*> outgrown_counters_;
   TuningDb db_;                                 // every entry read or recorded
   std::map<TuningKey, const Instance*> tuned_;  // those this build honours: what choose() consults
   std::set<TuningKey> recorded_;                // recorded by this handle: what save adds to a file
