@@ -12,6 +12,7 @@
 
 #include "hipgn/kernels/primitives/activation.hpp"
 #include "hipgn/kernels/primitives/backward.hpp"
+#include "hipgn/kernels/primitives/dependent.hpp"
 #include "hipgn/kernels/primitives/exchange.hpp"
 #include "hipgn/kernels/primitives/reduce.hpp"
 #include "hipgn/kernels/primitives/vector.hpp"
@@ -369,6 +370,7 @@ __device__ __forceinline__ void arrive_after_sums(const Params& p, std::int64_t 
 // write_gamma_beta, a thread per channel.
 template <typename GammaType>
 __global__ void __launch_bounds__(256) bwd_gamma_beta_kernel(Params p, std::int64_t samples) {
+  wait_for_prior_grid();
   const std::int64_t c = std::int64_t(blockIdx.x) * 256 + threadIdx.x;
   if (c < p.channels) write_gamma_beta<GammaType>(p, samples, c);
 }
@@ -380,9 +382,8 @@ hipError_t launch_grid_gamma_beta(const Params& p, hipStream_t stream) {
   hipError_t e = hipGetLastError();
   if (e != hipSuccess || p.dgamma == nullptr || Traits::kOp == Op::dx) return e;
   const std::int64_t samples = p.num_groups / p.groups_per_sample;
-  bwd_gamma_beta_kernel<typename Traits::GammaType>
-      <<<dim3(unsigned((p.channels + 255) / 256)), dim3(256), 0, stream>>>(p, samples);
-  return hipGetLastError();
+  return launch_dependent(&bwd_gamma_beta_kernel<typename Traits::GammaType>, dim3(unsigned((p.channels + 255) / 256)),
+                          dim3(256), 0, stream, p, samples);
 }
 
 }  // namespace hipgn::kernels

@@ -6,6 +6,7 @@
 
 #include "hipgn/kernels/family.hpp"
 #include "hipgn/kernels/families/grid.hpp"
+#include "hipgn/kernels/primitives/dependent.hpp"
 #include "hipgn/params.hpp"
 
 namespace hipgn::kernels {
@@ -15,6 +16,7 @@ namespace hipgn::kernels {
 // that the groups read last are the last ones, where pass 2 starts.
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize) fwd_split_stats_kernel(Params p) {
+  allow_dependent_launch();  // the apply kernel (launch_dependent)
   constexpr std::int64_t kChunk = std::int64_t(Traits::kBlockSize) * Traits::kPerThread;
   const std::uint32_t slices = std::uint32_t(p.slices);
   const std::int64_t group = blockIdx.x / slices, slice = blockIdx.x - group * slices;
@@ -34,6 +36,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_split_stats_kernel(Par
 // groups pass 1 read last come first, while their x is in L2.
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize) fwd_split_apply_kernel(Params p) {
+  wait_for_prior_grid();
   constexpr std::int64_t kChunk = std::int64_t(Traits::kBlockSize) * Traits::kPerThread;
   const std::uint32_t slices = std::uint32_t(p.slices), b = gridDim.x - 1 - blockIdx.x;
   const std::int64_t group = b / slices, slice = b - group * slices;
@@ -62,6 +65,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_split_apply_kernel(Par
 // within the team (a power of two of at most 32 lanes, so within one wavefront).
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize) bwd_split_rows_kernel(Params p) {
+  allow_dependent_launch();  // the fold or dx kernel (launch_dependent)
   const SplitRows& r = p.split_rows;
   const std::uint32_t units = std::uint32_t(r.units), team = std::uint32_t(r.team);
   const std::uint32_t group = blockIdx.x / units, u = blockIdx.x - group * units;
@@ -86,6 +90,7 @@ template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize) bwd_split_sums_kernel(Params p) {
   constexpr int B = Traits::kBlockSize;
   if constexpr (Traits::kLayout == Layout::channels_first) {
+    allow_dependent_launch();  // the fold, dx or dgamma/dbeta kernel (launch_dependent)
     const SplitRows& r = p.split_rows;
     const std::uint32_t units = std::uint32_t(r.units), pieces = std::uint32_t(r.pieces);
     const std::uint32_t group = blockIdx.x / units, u = blockIdx.x - group * units;
@@ -110,6 +115,9 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_split_sums_kernel(Para
     const std::int64_t group = blockIdx.x / units, sample = group_sample(p, group), u = blockIdx.x - group * units;
     const GroupView<Traits> view(p, group);
     const U unit(p, view, u, p.mean[group], p.rstd[group]);
+    // the dx or dgamma/dbeta kernel (launch_dependent) only now: let in at the start, its waiting
+    // workgroups slowed this grid, whose few workgroups hold the GPU at once (cl bwd 1.12-1.14x)
+    allow_dependent_launch();
     if (threadIdx.x == 0)
 #pragma unroll
       for (int i = 0; i < U::kUnit; ++i)
@@ -123,6 +131,8 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_split_sums_kernel(Para
 // define it.)
 template <int kBlock>
 __global__ void __launch_bounds__(kBlock) bwd_fold_pieces_kernel(Params p) {
+  wait_for_prior_grid();
+  allow_dependent_launch();
   const std::int64_t i = blockIdx.x, pieces = p.split_rows.pieces;
   float s[2] = {0.f, 0.f};
   for (std::int64_t k = threadIdx.x; k < pieces; k += kBlock) {
@@ -139,6 +149,7 @@ __global__ void __launch_bounds__(kBlock) bwd_fold_pieces_kernel(Params p) {
 // vectors. In reverse order: the last group first, whose x and dy pass 1 read last.
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize) bwd_split_dx_kernel(Params p) {
+  wait_for_prior_grid();
   constexpr std::int64_t kChunk = std::int64_t(Traits::kBlockSize) * Traits::kPerThread;
   const std::uint32_t slices = std::uint32_t(p.slices), b = gridDim.x - 1 - blockIdx.x;
   const std::int64_t group = b / slices, sample = group_sample(p, group), slice = b - group * slices;
@@ -179,8 +190,7 @@ struct FamilyLauncher<Family::split> {
       fwd_split_stats_kernel<Traits><<<grid, block, 0, stream>>>(p);
       const hipError_t e = hipGetLastError();
       if (e != hipSuccess) return e;
-      fwd_split_apply_kernel<Traits><<<grid, block, 0, stream>>>(p);
-      return hipGetLastError();
+      return launch_dependent(&fwd_split_apply_kernel<Traits>, grid, block, 0, stream, p);
     } else {
       // one-dimensional grids (at most 2^31 - 1 workgroups: Instance::supports)
       constexpr bool kChannelsFirst = Traits::kLayout == Layout::channels_first;
@@ -195,14 +205,17 @@ struct FamilyLauncher<Family::split> {
       if (kChannelsFirst && p.split_rows.pieces > 1) {
         const hipError_t e = hipGetLastError();
         if (e != hipSuccess) return e;
-        bwd_fold_pieces_kernel<128><<<dim3(unsigned(std::int64_t(p.num_groups) * p.channels_per_group)), dim3(128), 0,
-                                        stream>>>(p);
+        const hipError_t f = launch_dependent(&bwd_fold_pieces_kernel<128>,
+                                              dim3(unsigned(std::int64_t(p.num_groups) * p.channels_per_group)),
+                                              dim3(128), 0, stream, p);
+        if (f != hipSuccess) return f;
       }
       if constexpr (kWritesDx<Traits>) {
         const hipError_t e = hipGetLastError();
         if (e != hipSuccess) return e;
-        bwd_split_dx_kernel<Traits><<<dim3(unsigned(std::int64_t(p.num_groups) * p.slices)), block, 0, stream>>>(p);
-        return hipGetLastError();  // dgamma and dbeta with dx
+        // dgamma and dbeta with dx
+        return launch_dependent(&bwd_split_dx_kernel<Traits>, dim3(unsigned(std::int64_t(p.num_groups) * p.slices)),
+                                block, 0, stream, p);
       }
       return launch_grid_gamma_beta<Traits>(p, stream);
     }
