@@ -158,8 +158,6 @@ void check_gridid() {
 double time_variant(Kernel k, bool memset, int grid, int bars, std::uint32_t* counters, std::uint64_t* slots) {
   cudaStream_t s;
   CHECK(cudaStreamCreate(&s));
-  cudaGraph_t g;
-  cudaGraphExec_t ge;
   const int launches = 20, replays = 25;
   CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
   for (int i = 0; i < launches; ++i) {
@@ -167,26 +165,9 @@ double time_variant(Kernel k, bool memset, int grid, int bars, std::uint32_t* co
     void* args[] = {&counters, &slots, &bars};
     CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(k), dim3(grid), dim3(kBlock), args, 0, s));
   }
-  CHECK(cudaStreamEndCapture(s, &g));
-  CHECK(cudaGraphInstantiate(&ge, g, 0));
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
-  std::vector<float> ms;
-  for (int r = 0; r < replays + 3; ++r) {
-    CHECK(cudaEventRecord(a, s));
-    CHECK(cudaGraphLaunch(ge, s));
-    CHECK(cudaEventRecord(b, s));
-    CHECK(cudaEventSynchronize(b));
-    float t;
-    CHECK(cudaEventElapsedTime(&t, a, b));
-    if (r >= 3) ms.push_back(t);
-  }
-  std::sort(ms.begin(), ms.end());
-  CHECK(cudaGraphExecDestroy(ge));
-  CHECK(cudaGraphDestroy(g));
+  const double us = replay_median_us(s, replays, launches);
   CHECK(cudaStreamDestroy(s));
-  return 1000.0 * ms[ms.size() / 2] / launches;
+  return us;
 }
 
 }  // namespace
