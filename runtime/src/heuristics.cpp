@@ -33,8 +33,8 @@ constexpr double kStreamCfFwdOneGroupBytesPerCu = 192 << 10;
 // The channels-last backward's stream family from this many bytes of x a compute unit (below).
 constexpr double kStreamBwdBytesPerCu = 32 << 10;
 // Below this many bytes of x a compute unit, the channels-last backward splits few groups at
-// any C (below).
-constexpr double kSplitClBwdBytesPerCu = 24 << 10;
+// any C; from it, the stream family takes them (below).
+constexpr double kSplitClBwdBytesPerCu = 8 << 10;
 // From this many bytes of x a compute unit, the channels-first backward splits every group
 // (below).
 constexpr double kSplitCfBwdBytesPerCu = 32 << 10;
@@ -168,14 +168,12 @@ RuleTables sm_90() {
           .bytes_per_cu(0, kSmallBytesPerCu)
           .vector_bytes(16)
           .channels_from(1024),
-      // ... and, below 24 KB a compute unit (3.2 MB on 132), at any C and vector: there the
-      // resident family's per-sample exchange costs more than the split family's second launch
-      // (measured on an H100, fp16 SiLU, L2-cold, every instance, bench/results/latest.json of
-      // 2026-11-23: sd15_16x640, C/G = 20: split 13.2 us against resident 17.1; g16_32x640
-      // 19.6 against 23.5; sd15_32x320 17.3 against 18.3; sd15_32x640 21.5 against 22.0;
-      // odd_31x31_c640 20.6 against 21.3), but not at 31 KB (vae_64x512: split 27.5, resident
-      // 26.7, stream 25.6) nor with a handful of groups, each split into many slices
-      // (layer_norm_32x64, 2 groups: split 14.0, resident 13.0) ...
+      // ... and, below 8 KB a compute unit (1 MB on 132), at any C and vector: there the
+      // resident family's per-sample exchange and the stream family's two grid barriers cost
+      // more than the split family's second launch (measured on an H100, fp16 SiLU, L2-cold,
+      // every instance, bench/results of 2026-11-26: sd15_16x640, 5 KB, C/G = 20: split 12.1 us
+      // against stream 15.3 and resident 15.6), but not with a handful of groups, each split
+      // into many slices (layer_norm_32x64, 2 groups: split 14.0, resident 13.0) ...
       Rule{Family::split, 1.0, 4096, "channels-last, a small tensor, few groups: several workgroups per group",
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast, std::numeric_limits<std::int64_t>::max(),
            0.2}
@@ -187,9 +185,21 @@ RuleTables sm_90() {
       Rule{Family::looped, kAny, 0, "channels-last, a tiny tensor, small groups: a workgroup per group", 4096,
            Rule::kChannelsLast}
           .bytes_per_cu(0, kTinyBytesPerCu),
-      // ... and below 32 KB a compute unit (4.2 MB on 132) its fixed cost loses to the older
-      // families (odd_97x89_c96_cg3, 3.3 MB: resident 20.9 us, stream 23.5; sd15_32x640, 2.6
-      // MB: split 21.5, stream 23.5; sd15_32x960, 3.9 MB: stream 25.1, resident 28.0).
+      // ... and the same few large groups from 8 KB a compute unit: since its barriers need no
+      // memset (bench/NOTES.md, "Barriers without a memset") the stream family is within 2% of
+      // the best there and up to 1.3x ahead of the resident family from 24 KB (the same run:
+      // sd15_32x320, 10 KB: stream 15.7, split 16.5, resident 16.7; sd15_16x1920, 15 KB: 18.6,
+      // split 19.6; odd_31x31_c640, 19 KB: 19.8, split 19.6; g16_32x640, 20 KB: 19.4, split
+      // 19.0; sd15_32x640: 19.8, split 20.6; odd_97x89_c96_cg3, 25 KB: 19.7, resident 20.8;
+      // odd_3d_7x31x37_c120_cg3, 29 KB: 20.5, resident 22.4; sd15_32x960, 30 KB: 21.2, resident
+      // 27.4; vae_64x512, 32 KB: 21.9, resident 26.8) ...
+      Rule{Family::stream, 1.0, 4096, "channels-last, few large groups from 8 KB a compute unit: two streaming passes",
+           std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast, std::numeric_limits<std::int64_t>::max(),
+           0.2}
+          .bytes_per_cu(kSplitClBwdBytesPerCu, kAny),
+      // ... and any groups from 32 KB a compute unit (4.2 MB on 132); below that, with many or
+      // small groups, the older families were ahead when last timed (2026-11-23, before the
+      // barriers dropped their memset) and no run has timed such a shape since.
       Rule{Family::stream, kAny, 0, "channels-last from 32 KB a compute unit: two streaming passes, the second from L2",
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
           .bytes_per_cu(kStreamBwdBytesPerCu, kAny),
