@@ -96,7 +96,6 @@ Status no_instance_status(const Registry& reg, const Problem& p, const Tensors* 
   return Status::error(StatusCode::not_supported, m);
 }
 
-
 namespace {
 // Device memory zeroed while a stream of this thread captures a graph, none of it in the graph:
 // the thread's capture mode relaxed for the allocation (which a global-mode capture would
@@ -323,13 +322,17 @@ Status Dispatcher::run(const Problem& p, const Tensors& t, hipStream_t stream, c
     s = workspace_for(stream, bytes, &ws);
     if (!s.ok()) return s;
   }
+  return launch(*inst, q, t, ws, stream);
+}
+
+Status Dispatcher::launch(const Instance& inst, const Problem& q, const Tensors& t, void* workspace, hipStream_t stream) {
   // the handle's counters, which stay zero: no memset before the launch
   void* counters = nullptr;
-  if (const std::size_t bytes = inst->counter_bytes(q, info_.cus())) {
-    s = counters_for(stream, bytes, &counters);
+  if (const std::size_t bytes = inst.counter_bytes(q, info_.cus())) {
+    const Status s = counters_for(stream, bytes, &counters);
     if (!s.ok()) return s;
   }
-  return inst->run(q, t, ws, stream, info_.cus(), counters);
+  return inst.run(q, t, workspace, stream, info_.cus(), counters);
 }
 
 Status Dispatcher::run_with_workspace(const Problem& p, const Tensors& t, void* workspace, std::size_t workspace_bytes,
@@ -349,13 +352,8 @@ Status Dispatcher::run_with_workspace(const Problem& p, const Tensors& t, void* 
     return bad(inst->name() + " needs a workspace of " + std::to_string(need) + " bytes for " + p.to_string() + "; " +
                std::to_string(workspace_bytes) + " given (workspace_size() says how many)");
   if (!has_device_) return Status::error(StatusCode::no_device, "no GPU: this handle cannot launch");
-  // the caller's workspace, the handle's counters (as run()'s: no memset before the launch)
-  void* counters = nullptr;
-  if (const std::size_t bytes = inst->counter_bytes(q, info_.cus())) {
-    s = counters_for(stream, bytes, &counters);
-    if (!s.ok()) return s;
-  }
-  return inst->run(q, t, need ? workspace : nullptr, stream, info_.cus(), counters);
+  // the caller's workspace, the handle's counters (as run()'s)
+  return launch(*inst, q, t, need ? workspace : nullptr, stream);
 }
 
 Status Dispatcher::set_tuned(const Problem& p, const std::string& instance, double us) {

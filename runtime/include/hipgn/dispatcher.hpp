@@ -91,6 +91,9 @@ class Dispatcher {
   // order). *ptr is null where they cannot be had: the launch zeroes counters in its workspace.
   Status counters_for(hipStream_t, std::size_t bytes, void** ptr);
   Status buffer_for(Buffers&, hipStream_t, std::size_t bytes, bool zeroed, void** ptr);
+  // inst.run() on the handle's counters (counters_for), with `workspace` (the handle's or the
+  // caller's): what run() and run_with_workspace() end with.
+  Status launch(const Instance& inst, const Problem& q, const Tensors& t, void* workspace, hipStream_t stream);
   // The largest workspace any of `instances` (supporting(p)'s) needs for p.
   std::size_t largest_workspace(const Problem& p, const std::vector<const Instance*>& instances) const;
   // Validates and picks the instance: the named one, or the automatic choice.

@@ -345,9 +345,11 @@ struct GroupArrival {
   __device__ __forceinline__ void arrive(const Params& p, std::int64_t g) {
     if (p.num_groups != p.groups_per_sample) ticket = kernels::arrive(p.counters + 2 * g);
   }
-  // Every thread of the workgroup.
+  // Every thread of the workgroup, last in the kernel (nothing where the launch does not count:
+  // gamma_beta_by_arrival).
   template <typename Traits>
   __device__ __forceinline__ void finish(const Params& p, const GroupView<Traits>& view, std::int64_t g) {
+    if (!gamma_beta_by_arrival<Traits>(p)) return;
     __shared__ int last;
     const std::int64_t samples = p.num_groups / p.groups_per_sample;
     if (threadIdx.x == 0) last = samples == 1 || last_arrival(p.counters + 2 * g, ticket, std::uint32_t(samples));

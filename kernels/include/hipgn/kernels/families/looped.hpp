@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_looped_kernel(Params p
     else
       write_dx<Traits>(p, view, 0, view.vectors(p), mean, rstd, a / m, b / m);
   }
-  if (gamma_beta_by_arrival<Traits>(p)) arrival.finish(p, view, g);
+  arrival.finish(p, view, g);
 }
 
 template <>

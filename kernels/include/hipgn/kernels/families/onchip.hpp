@@ -170,7 +170,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p
     if (p.span) {
       extern __shared__ float staged[];
       bwd_onchip_span<Traits>(p, view, sample, g, mean, rstd, staged, staged + p.group_elements, arrival);
-      if (gamma_beta_by_arrival<Traits>(p)) arrival.finish(p, view, g);
+      arrival.finish(p, view, g);
       return;
     }
   float x[E][V], dy[E][V];
@@ -246,7 +246,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p
       store_vec<V>(static_cast<X*>(p.dx) + offset, dx);
     }
   }
-  if (gamma_beta_by_arrival<Traits>(p)) arrival.finish(p, view, g);
+  arrival.finish(p, view, g);
 }
 
 template <>
