@@ -5,7 +5,9 @@
 #     rm -rf ab_old && mkdir ab_old && git archive HEAD | tar -x -C ab_old
 #     device run, carry [".deps", "ab_old"]:  TEST_FILTER=... BENCH_ARGS=... bash bench/ab_trees.sh
 # Both build with PRESET (default `minimal`: a minute where the default preset takes two each,
-# and it has the generic and one instance a family), in parallel; A's instance tests of
+# and it has the generic and one instance a family) and AB_CMAKE_ARGS (say, `-DHIPGN_OPS=fwd
+# -DHIPGN_LAYOUTS=cf -DHIPGN_DTYPES=f16` with PRESET=default: every configuration of a few
+# buckets), in parallel; A's instance tests of
 # TEST_FILTER run; then bench.py with BENCH_ARGS, B then A, ROUNDS times (run-to-run spread
 # shows between rounds), each round's comparison printed by bench/ab_compare.py. Logs under $OUT.
 set -uo pipefail
@@ -16,7 +18,7 @@ B_TREE=${B_TREE:-$R/ab_old}
 [ -f "$B_TREE/CMakeLists.txt" ] || { echo "ab_trees: no tree at $B_TREE (see the header)"; exit 2; }
 for side in a b; do
   src=$R; [ $side = b ] && src=$B_TREE
-  cmake -S "$src" -B /tmp/ab_$side -G Ninja -DHIPGN_PRESET=${PRESET:-minimal} -DCMAKE_PREFIX_PATH="$R/.deps/root/usr" \
+  cmake -S "$src" -B /tmp/ab_$side -G Ninja -DHIPGN_PRESET=${PRESET:-minimal} ${AB_CMAKE_ARGS:-} -DCMAKE_PREFIX_PATH="$R/.deps/root/usr" \
     > "$OUT/configure_$side.log" 2>&1 || { tail -20 "$OUT/configure_$side.log"; exit 1; }
 done
 for side in a b; do
