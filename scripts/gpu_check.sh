@@ -31,6 +31,14 @@ if [ "${PORTABLE:-1}" = 1 ]; then
   echo "resident forward without clusters (HIPGN_CLUSTERS=0): rc=$prc, $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/portable.log" | tr '\n' ' ')"
   [ $prc -ne 0 ] && rc=1
 fi
+# the channels-first stream forward's waves, which it takes by default only past 4 times what
+# the grid holds (kStreamCfWavesFromHeld): its large-tensor tests again with waves from once
+if [ "${WAVES:-1}" = 1 ]; then
+  HIPGN_STREAM_WAVES=always $BUILD/tests/hipgn_tests --gtest_filter='*StreamWaves*' > "$OUT/waves.log" 2>&1
+  wrc=$?
+  echo "stream forward in waves (HIPGN_STREAM_WAVES=always): rc=$wrc, $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/waves.log" | tr '\n' ' ')"
+  [ $wrc -ne 0 ] && rc=1
+fi
 # compute-sanitizer over the resident and stream families, forward (both layouts) and backward (persistent grids, cross-
 # workgroup exchange, bulk copies), and the channels-first backward's peeled runs (dynamic shared memory),
 # on the odd-shape corpus: memory errors, shared-memory races, barrier misuse.
@@ -46,6 +54,12 @@ if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer > /dev/null; then
       > "$OUT/sanitize_$tool.log" 2>&1
     src=$?
     echo "compute-sanitizer $tool: rc=$src, $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitize_$tool.log" | tail -1) $(grep -cE "^\[       OK" "$OUT/sanitize_$tool.log") tests ok"
+    [ $src -ne 0 ] && rc=1
+    # the waves, one instance
+    HIPGN_STREAM_WAVES=always timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 $BUILD/tests/hipgn_tests \
+      --gtest_filter='*StreamWaves*f16_f16_cf_swish_stream_b512_v8_e1' > "$OUT/sanitize_waves_$tool.log" 2>&1
+    src=$?
+    echo "compute-sanitizer $tool, waves: rc=$src, $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitize_waves_$tool.log" | tail -1) $(grep -cE "^\[       OK" "$OUT/sanitize_waves_$tool.log") tests ok"
     [ $src -ne 0 ] && rc=1
   done
 fi

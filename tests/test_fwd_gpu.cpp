@@ -63,6 +63,59 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(FwdInstance);  // a build of backw
 INSTANTIATE_TEST_SUITE_P(All, FwdInstance, ::testing::ValuesIn(instance_names(false)),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
+// The channels-first stream forward past what its grid holds (stream_fwd_cf.hpp): holding what
+// it can and reading the rest again, as it does by default below kStreamCfWavesFromHeld times
+// what the grid holds, or, with HIPGN_STREAM_WAVES=always (scripts/gpu_check.sh runs these tests
+// so too), in waves of whole groups, each held whole; a tensor whose one group is more than the
+// grid holds is one wave either way. The corpus's shapes all fit on chip.
+class StreamWaves : public ::testing::TestWithParam<std::string> {};
+
+std::vector<std::string> stream_cf_forwards() {
+  std::vector<std::string> names;
+  for (const std::string& name : instance_names(false)) {
+    const InstanceSpec& s = Registry::global().find(name)->spec();
+    if (s.family == Family::stream && s.layout == Layout::channels_first) names.push_back(name);
+  }
+  return names;
+}
+
+TEST_P(StreamWaves, LargeTensorsMatchReference) {
+  HIPGN_REQUIRE_GPU();
+  const Instance* inst = Registry::global().find(GetParam());
+  ASSERT_NE(inst, nullptr);
+  const InstanceSpec& s = inst->spec();
+  int device = 0, cus = 0, smem = 0;
+  ASSERT_EQ(hipGetDevice(&device), hipSuccess);
+  ASSERT_EQ(hipDeviceGetAttribute(&cus, hipDeviceAttributeMultiprocessorCount, device), hipSuccess);
+  ASSERT_EQ(hipDeviceGetAttribute(&smem, hipDeviceAttributeMaxSharedMemoryPerMultiprocessor, device), hipSuccess);
+  int l2 = 0;
+  ASSERT_EQ(hipDeviceGetAttribute(&l2, hipDeviceAttributeL2CacheSize, device), hipSuccess);
+  const std::int64_t chip = std::int64_t(cus) * smem, es = std::int64_t(size_of(s.x_dtype));
+  // at most what a wave takes: what the grid holds (less than the chip's shared memory) and a
+  // share of the L2
+  const std::int64_t wave = chip + l2 / kStreamCfWaveL2Share;
+  // 38 groups of 3 channels of 1-D rows of an odd length, 2.5 waves (the last shorter), x one
+  // element off the 16-byte boundary; then one group of a 1-D row of 10 channels, more than a wave
+  const std::int64_t row = (wave * 5 / 2 / es / (2 * 57)) | 1, single = (wave * 6 / 5 / es / 10) | 1;
+  const Shape shapes[] = {{2, 57, {row}, 19}, {1, 10, {single}, 1}};
+  int runs = 0;
+  for (const Shape& shape : shapes) {
+    const Problem p = make_problem(shape, s.x_dtype, s.gamma_dtype, s.layout, s.act);
+    if (!inst->supports(p)) continue;
+    ASSERT_GT(p.elements() * es, wave) << "the shape fits in one wave";
+    RunOptions o;
+    o.misalign_elements = runs == 0 && takes_offset(*inst, p, 1) ? 1 : 0;
+    check_instance(*inst, p, o, true, inst->name() + " on " + p.to_string());
+    ++runs;
+    if (HasFailure()) return;
+  }
+  EXPECT_EQ(runs, 2) << inst->name() << " supports not every large shape";
+}
+
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(StreamWaves);  // a build without the family
+INSTANTIATE_TEST_SUITE_P(All, StreamWaves, ::testing::ValuesIn(stream_cf_forwards()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
 // The dispatch API: the heuristic's choice (and misaligned tensors, which only vector-1
 // instances accept) over the corpus, for every key this build has.
 TEST(FwdDispatch, HandleForwardOnCorpus) {

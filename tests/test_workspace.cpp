@@ -8,6 +8,7 @@
 #include "corpus.hpp"
 #include "gpu.hpp"
 #include "hipgn/hipgn.h"
+#include "hipgn/op.hpp"
 
 namespace hipgn::test {
 namespace {
@@ -73,7 +74,39 @@ TEST(Workspace, CountersExactlyWhereWorkgroupsWaitOrCount) {
       counting += counts;
     }
   EXPECT_GT(waiting, 0) << "no instance of this build waits for another workgroup on the corpus";
-  EXPECT_GT(counting, 0) << "no instance of this build counts a group's samples on the corpus";
+  // (a build of forward ops only has nothing that counts)
+  bool could_count = false;
+  for (const Instance& inst : Registry::global().all())
+    could_count |= describe(inst.spec().family).gamma_beta_arrivals && describe(inst.spec().op).backward;
+  if (could_count) EXPECT_GT(counting, 0) << "no instance of this build counts a group's samples on the corpus";
+}
+
+// The channels-first stream forward's waves (params.hpp: stream_cf_waves): whole groups, every
+// wave's body in the grid's shares of at most what a workgroup holds, and the slot
+// areas within the workspace the runtime sized (stream_cf_slots).
+TEST(Workspace, StreamWavesFitTheirSharesAndSlots) {
+  int plans = 0;
+  for (std::int64_t L : {8ll, 1000ll, 565647ll, 4194304ll, 10485760ll})
+    for (std::int64_t groups : {1ll, 5ll, 30ll, 32ll, 1024ll})
+      for (std::int64_t workgroups : {264ll, 132ll, 7ll})
+        for (std::int64_t hold : {1ll, 3200ll, 6500ll})
+          for (int v : {4, 8}) {
+            const StreamCfWaves w = stream_cf_waves(L, groups, v, workgroups, hold);
+            if (w.groups == 0) {
+              // no plan only where one group's body is more than the grid holds
+              EXPECT_GT(L, (hold * workgroups + 1) * v - 1) << L << " " << hold << " " << workgroups;
+              continue;
+            }
+            ++plans;
+            EXPECT_GE(w.groups * w.waves, groups);
+            EXPECT_LT(w.groups * (w.waves - 1), groups) << "an empty wave";
+            EXPECT_LE(w.chunk, hold);
+            // a wave's body, at most groups L / V vectors, in at most `workgroups` shares
+            EXPECT_LE((w.groups * L / v + w.chunk - 1) / w.chunk, workgroups);
+            if (w.waves > 1)
+              EXPECT_LE(2 * stream_cf_slot_area(workgroups, w.groups), stream_cf_slots(workgroups, groups));
+          }
+  EXPECT_GT(plans, 100);
 }
 
 TEST(Workspace, SizeQueryErrors) {

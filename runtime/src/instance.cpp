@@ -318,10 +318,10 @@ std::size_t Instance::workspace_bytes(const Problem& p, int compute_units) const
   const FamilyDescriptor& family = describe(spec_.family);
   const OpDescriptor& op = describe(p.op);
   if (family.streams && p.layout == Layout::channels_first) {
-    // the barrier counters, then a float4 slot per (share s, group g) pair at s + g: at most
-    // one share more than the workgroups (stream_cf_chunk)
+    // the barrier counters, then the float4 slots of (share, group) pairs: of one wave, the
+    // tensor, or of the waves its launcher may cut it into (stream_cf_slots)
     return counter_words_bytes(kStreamCounterWords) +
-           (std::size_t(stream_items(p, compute_units).items) + 1 + std::size_t(p.num_groups())) * 4 * sizeof(float);
+           std::size_t(stream_cf_slots(stream_items(p, compute_units).items, p.num_groups())) * 4 * sizeof(float);
   }
   if (family.streams) {
     // two barrier counters, then the items' partials and the samples' totals
@@ -443,6 +443,8 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
     k.slice_vectors = std::int32_t(chunk);
     k.slices_div = FastDivmod::make(std::uint64_t(chunk));
     k.affine_rows = std::int32_t(stream_cf_affine_rows(chunk, spec_.vector, hw));
+    // one wave, the tensor, unless its launcher finds it more than the workgroups hold
+    k.wave_groups = k.num_groups;
   } else if (describe(spec_.family).streams) {
     const StreamItems s = stream_items(p, compute_units);
     k.slices = std::int32_t(s.parts);

@@ -176,6 +176,11 @@ struct Params {
   // a thread keeps in shared memory of its workgroup's last item.
   std::int32_t hold_vectors;
   std::int32_t affine_rows;
+  // The channels-first stream forward in waves (set by its launcher, never by the runtime): the
+  // groups taken wave_groups whole groups at a time, each wave cut into shares that workgroups
+  // hold whole, so x is read from memory once however large the tensor; wave_groups = N * G:
+  // one wave, the tensor (stream_fwd_cf.hpp).
+  std::int32_t wave_groups;
   // The channels-first split backward (families/split.hpp): its first pass's units; with pieces
   // > 1 they write [N, C, pieces] (S1, S2) pairs to `partials`, folded into the workspace's
   // [N, C] pairs before the second pass.
@@ -290,6 +295,51 @@ inline constexpr std::int64_t kStreamCfTableBytes = 32 * 1024;
 // that the held vectors after the table start 16-byte aligned.
 HIPGN_HD std::int64_t stream_cf_affine_rows(std::int64_t vectors, int vector, std::int64_t spatial) {
   return ((vectors + 1) * vector / spatial + 2 + 1) / 2 * 2;
+}
+// The channels-first stream forward's waves (stream_fwd_cf.hpp), planned by its launcher from
+// the body vectors a workgroup may hold: `waves` waves of `groups` whole groups, every share of
+// a wave `chunk` body vectors at most, held whole. groups = 0: no plan (a group is more than
+// the grid holds).
+struct StreamCfWaves {
+  std::int64_t groups, waves, chunk;
+};
+HIPGN_HD StreamCfWaves stream_cf_waves(std::int64_t group_elements, std::int64_t num_groups, int vector,
+                                       std::int64_t workgroups, std::int64_t hold_vectors) {
+  StreamCfWaves w{0, 0, 0};
+  if (workgroups < 1 || hold_vectors < 1) return w;
+  // g groups have at most g L / V body vectors, whatever x's phase: `workgroups` shares of hold
+  const std::int64_t most = ((hold_vectors * workgroups + 1) * vector - 1) / group_elements;
+  if (most < 1) return w;
+  // as few waves as fit, the groups spread evenly over them
+  w.waves = (num_groups + most - 1) / most;
+  w.groups = (num_groups + w.waves - 1) / w.waves;
+  const std::int64_t body = w.groups * group_elements / vector;
+  w.chunk = body > workgroups ? (body + workgroups - 1) / workgroups : 1;
+  return w;
+}
+// Waves from a tensor of this many times what the grid holds. Each wave costs ~8 us more than its
+// bytes (phase 1's loads beside the previous wave's stores, a grid barrier that waits for the
+// slowest workgroup: bench/NOTES.md "Waves"), so waves pay only where most of x would be read
+// twice: H100, fp16, b512 x 1, waves of what the grid holds against one wave: 0.92x at 10-12
+// times (vae_1024x128, video_5d), 0.98 at 5 (vae_512x256), 0.99-1.06 at 2.5 (the 67-69 MB
+// shapes), 1.05-1.16 below 2 (r50_56x256_n32, vae_256x256).
+inline constexpr std::int64_t kStreamCfWavesFromHeld = 4;
+// A wave takes 1/kStreamCfWaveL2Share of the L2 beyond what the grid holds (that part of each
+// share read again, from L2), so the waves are fewer. H100 (50 MB L2), fp16 and bf16, against
+// one wave: video_5d (10.5 MB groups) 0.96x with none (2 groups a wave), 0.88-0.91 with 6-9 MB
+// (3 groups), 0.85-0.87 with 12-16 MB (4); vae_1024x128 (8.4 MB groups) 0.96 with none (3
+// groups), 0.87-0.90 with 6-9 MB (4), 0.92-0.93 with 12-16 MB (5); vae_512x256 0.92-0.94 with
+// any; the 67 MB shapes, below kStreamCfWavesFromHeld, unchanged (0.99-1.02). A sixth (8.7 MB)
+// packs as 9 MB did, 0.94x in geomean over the five shapes.
+inline constexpr std::int64_t kStreamCfWaveL2Share = 6;
+// Its workspace's float4 slots: a wave's slot per (share, group) pair at share + its group in
+// the wave, in area wave % 2 (phase 1 of a wave writes its slots while others may still merge
+// the previous wave's); one area of items + 1 + N * G where the tensor is one wave.
+HIPGN_HD std::int64_t stream_cf_slot_area(std::int64_t items, std::int64_t wave_groups) {
+  return items + 1 + wave_groups;
+}
+HIPGN_HD std::int64_t stream_cf_slots(std::int64_t items, std::int64_t num_groups) {
+  return 2 * stream_cf_slot_area(items, num_groups);
 }
 // Threads a compute unit runs of a stream kernel (its launch bounds), and so how many items the
 // runtime cuts a problem into: the forward's thread holds 3 values a channel (64 registers at

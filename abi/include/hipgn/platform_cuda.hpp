@@ -22,6 +22,7 @@ inline constexpr hipDeviceAttribute_t hipDeviceAttributeMultiprocessorCount = cu
 inline constexpr hipDeviceAttribute_t hipDeviceAttributeCooperativeLaunch = cudaDevAttrCooperativeLaunch;
 inline constexpr hipDeviceAttribute_t hipDeviceAttributeMaxSharedMemoryPerMultiprocessor =
     cudaDevAttrMaxSharedMemoryPerMultiprocessor;
+inline constexpr hipDeviceAttribute_t hipDeviceAttributeL2CacheSize = cudaDevAttrL2CacheSize;
 inline constexpr hipMemcpyKind hipMemcpyHostToDevice = cudaMemcpyHostToDevice;
 inline constexpr hipMemcpyKind hipMemcpyDeviceToHost = cudaMemcpyDeviceToHost;
 inline constexpr hipMemcpyKind hipMemcpyDeviceToDevice = cudaMemcpyDeviceToDevice;
