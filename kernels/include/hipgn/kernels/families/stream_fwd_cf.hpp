@@ -372,10 +372,9 @@ struct StreamCfFwdLauncher {
     KernelFn kernel = &fwd_stream_cf_kernel<Traits, false>;
     const std::int64_t from = stream_cf_waves_from();
     if (from > 0 && p.slice_vectors > room / 16 && p.slice_vectors >= from * (room / 16)) {
-      // waves of whole groups that the grid holds, x read from memory once; where one group is
-      // more than a wave takes, the single wave reads again what it does not hold
-      // a wave takes a share of the L2 beyond what the grid holds: that part of each share is
-      // read again, from L2, and the waves are fewer (stream_cf_waves)
+      // waves of whole groups, x read from memory once: each what the grid holds and a share of
+      // the L2 (that part of each share read again, from L2; fewer waves). Where one group is
+      // more than a wave takes, the single wave reads again what it does not hold.
       int device = 0, l2 = 0;
       if (const hipError_t e = hipGetDevice(&device); e != hipSuccess) return e;
       if (const hipError_t e = hipDeviceGetAttribute(&l2, hipDeviceAttributeL2CacheSize, device); e != hipSuccess) return e;
