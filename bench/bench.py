@@ -67,8 +67,11 @@ class Problem(ctypes.Structure):
 class Hipgn:
     OP = {"fwd": 0, "bwd": 3}
 
-    def __init__(self, path: str, torch):
+    ACT = {"none": 0, "swish": 1}
+
+    def __init__(self, path: str, torch, act: str = "swish"):
         self.torch = torch
+        self.act = act
         self.lib = ctypes.CDLL(path)
         self.lib.hipgn_last_error.restype = ctypes.c_char_p
         self.lib.hipgn_instance_name.restype = ctypes.c_char_p
@@ -86,12 +89,12 @@ class Hipgn:
             p.spatial[i] = s
         p.x_dtype = p.gamma_dtype = self.dtype[dtype][0]
         p.layout = 0 if layout == "cf" else 1
-        p.act, p.eps, p.swish_beta = 1, 1e-5, 1.0
+        p.act, p.eps, p.swish_beta = self.ACT[self.act], 1e-5, 1.0
         return p
 
     def bucket(self, op, dtype, layout):
         short = self.dtype[dtype][1]
-        prefix = f"gn_{op}_{short}_{short}_{layout}_swish_"
+        prefix = f"gn_{op}_{short}_{short}_{layout}_{self.act}_"
         return [n for n in self.names if n.startswith(prefix)]
 
     def chosen(self, p):
@@ -236,13 +239,17 @@ def main():
     ap.add_argument("--warm-procs", type=int, default=8, help="processes that compile ahead in parallel")
     ap.add_argument("--out", default=str(HERE / "results"))
     ap.add_argument("--budget-s", type=float, default=1e9, help="stop starting new problems after this")
+    ap.add_argument("--act", default="swish", choices=sorted(Hipgn.ACT),
+                    help="hipgn's activation (none: what Swish costs, against swish; the peers run SiLU, so --peers none)")
     a = ap.parse_args()
+    if a.act != "swish" and a.peers != "none":
+        ap.error("--act none times hipgn alone: the peers' forward is GroupNorm + SiLU (add --peers none)")
 
     import torch
     torch.backends.cudnn.benchmark = False
     raise_recompile_limits(torch)
     t_start = time.time()
-    hg = Hipgn(a.lib, torch)
+    hg = Hipgn(a.lib, torch, a.act)
     props = torch.cuda.get_device_properties(0)
     l2 = props.L2_cache_size
     shapes, fp32_subset = load_shapes(a.shapes)

@@ -9,7 +9,8 @@
 # (nvidia-smi's clocks.max.sm: the clock under load; the current clock reads idle before the run).
 # The intervals (each kernel's PhaseClock laps; a lap inside the item loop sums over the
 # workgroup's items) are named in the summary. dtype as the profiler spells it (f16, bf16, f32),
-# e.g. PROBES="gn_fwd_f16_f16_cl_swish_stream_b512_v8_e1:2:320:128x128:32:f16:cl". Logs under $OUT.
+# e.g. PROBES="gn_fwd_f16_f16_cl_swish_stream_b512_v8_e1:2:320:128x128:32:f16:cl"; ACT (default swish)
+# the activation the profiler asks for, with the instance of it. Logs under $OUT.
 set -uo pipefail
 OUT=${OUT:-/tmp/hipgn-out}
 mkdir -p "$OUT"
@@ -23,7 +24,7 @@ for probe in ${PROBES}; do
   IFS=: read -r inst n c sp g dt lay <<< "$probe"
   op=$(echo "$inst" | cut -d_ -f2)
   "$BUILD/profiler/hipgn_profiler" --instance "$inst" --op "$op" -n "$n" -c "$c" -s "$sp" -g "$g" --dtype "$dt" --layout "$lay" \
-    --act swish --warmup 0 --iters "${ITERS:-5}" > "$OUT/phase_$inst.txt" 2>&1
+    --act "${ACT:-swish}" --warmup 0 --iters "${ITERS:-5}" > "$OUT/phase_$inst.txt" 2>&1
   echo "== $inst n $n c $c spatial $sp g $g $lay ($op), SM boost clock $mhz MHz"
   python3 - "$OUT/phase_$inst.txt" "$mhz" "${ITERS:-5}" <<'PY'
 import statistics, sys
