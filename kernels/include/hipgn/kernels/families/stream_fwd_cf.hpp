@@ -16,7 +16,9 @@
 //   2. After the barrier a wavefront per segment of a batch merges the group's slots in a
 //      fixed order (every workgroup of a group gets the same bits), and the workgroup writes y,
 //      its share in reverse: the vectors read last in phase 1, which the L2 holds, first, and
-//      the held ones, which need no memory at all, last.
+//      the held ones, which need no memory at all, last. Its loop is bound by Swish's
+//      quarter-rate exponential and reciprocal, so it takes activate_all (two elements to a
+//      reciprocal), not activate().
 // On an H100 (132 x 512 threads holding ~220 KB each, or 264 x 512 holding ~110 KB) a tensor of
 // up to ~29 MB is read from memory once, the floor of a copy; past that the part not held is
 // read again, the most recently read of it from L2. From 4 times that (kStreamCfWavesFromHeld)
@@ -305,14 +307,15 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
                   float scale = g.x * rstd, shift = fmaf(-mean, scale, g.y);
                   if (cut >= V) {
 #pragma unroll
-                    for (int i = 0; i < V; ++i) v[i] = activate<Traits::kActivation>(fmaf(v[i], scale, shift), p.swish_beta);
+                    for (int i = 0; i < V; ++i) v[i] = fmaf(v[i], scale, shift);
                   } else {
 #pragma unroll
                     for (int i = 0; i < V; ++i) {
                       if (i == cut) g = table[r + 1], scale = g.x * rstd, shift = fmaf(-mean, scale, g.y);
-                      v[i] = activate<Traits::kActivation>(fmaf(v[i], scale, shift), p.swish_beta);
+                      v[i] = fmaf(v[i], scale, shift);
                     }
                   }
+                  activate_all<Traits::kActivation>(v, p.swish_beta);
                   dst[q] = narrow<T, V>(v);
                 }
               }
