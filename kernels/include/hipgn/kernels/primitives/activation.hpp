@@ -47,9 +47,9 @@ __device__ __forceinline__ float activate(float z, float swish_beta) {
 // vector, 128 cycles of the unit a wavefront's vector against ~70 of issue (SASS, Nsight
 // Compute), and no activation at all is 5-13% faster (bench/NOTES.md, "Swish's cost"). So two
 // elements share one reciprocal, 1/a = b/(ab) and 1/b = a/(ab): 12 of the unit's operations a
-// vector for ~30 more of issue. Elsewhere (the resident and channels-last stream forwards) the
-// unit is not the bound and the extra issue and registers made them 1-8% slower, so they keep
-// activate(). For the pair the denominators are kept in (1, 2]: with u = swish_beta z and
+// vector for ~30 more of issue. Elsewhere (the resident forwards, the channels-last stream
+// forward) the unit is not the bound, and with the extra issue and registers they ran 0.98-1.08x
+// the time (H100 A/B), so they keep activate(). For the pair the denominators are kept in (1, 2]: with u = swish_beta z and
 // e = 2^(-log2(e) |u|) in (0, 1], sigmoid(u) is 1/(1+e) where u >= 0 and e/(1+e) where not, and
 // z sigmoid(u) is max(z, z e)/(1+e) where swish_beta >= 0 (z e lies between 0 and z and is the
 // one taken where u < 0), min(z, z e)/(1+e) where swish_beta < 0. The results are activate()'s to
