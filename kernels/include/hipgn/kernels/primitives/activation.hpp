@@ -49,12 +49,13 @@ __device__ __forceinline__ float activate(float z, float swish_beta) {
 // elements share one reciprocal, 1/a = b/(ab) and 1/b = a/(ab): 12 of the unit's operations a
 // vector for ~30 more of issue. Elsewhere (the resident forwards, the channels-last stream
 // forward) the unit is not the bound, and with the extra issue and registers they ran 0.98-1.08x
-// the time (H100 A/B), so they keep activate(). For the pair the denominators are kept in (1, 2]: with u = swish_beta z and
-// e = 2^(-log2(e) |u|) in (0, 1], sigmoid(u) is 1/(1+e) where u >= 0 and e/(1+e) where not, and
+// the time (H100 A/B), so they keep activate().
+// For the pair the denominators are kept in (1, 2]: with u = swish_beta z and e =
+// 2^(-log2(e) |u|) in (0, 1], sigmoid(u) is 1/(1+e) where u >= 0 and e/(1+e) where not, and
 // z sigmoid(u) is max(z, z e)/(1+e) where swish_beta >= 0 (z e lies between 0 and z and is the
-// one taken where u < 0), min(z, z e)/(1+e) where swish_beta < 0. The results are activate()'s to
-// a few ulps of fp32 over the whole range (ab lies in (1, 4]: no overflow); a NaN z gives NaN
-// and leaves its pair's other element alone (its denominator counts as 1 in the product). An odd
+// one taken where u < 0), min(z, z e)/(1+e) where swish_beta < 0. For finite z the results are
+// activate()'s to a few ulps of fp32 (ab lies in (1, 4]: no overflow); a NaN z gives NaN and
+// leaves its pair's other element alone (its denominator counts as 1 in the product). An odd
 // last element takes activate().
 //
 // One pair; kMax: swish_beta >= 0, k: -log2(e) |swish_beta|.
