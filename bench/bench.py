@@ -327,7 +327,7 @@ def main():
                     except Exception as e:  # a peer that cannot run a shape is recorded, not fatal
                         row[peer + "_error"] = repr(e)[:200]
             rows.append(row)
-            write_json(a.out, rows, props)  # after every problem: a timeout keeps what was measured
+            write_json(a.out, rows, props, a.act)  # after every problem: a timeout keeps what was measured
             pct = lambda t: 100.0 * row["copy"] * (row["floor_bytes"] / (2 * bytes_)) / t
             peers = " ".join(f"{k} {row[k]:.1f}us ({pct(row[k]):.0f}%)" for k in ("eager", "compile") if k in row)
             print(f"{name:28s} {dt:8s} {layout} {op}: copy {copy_cold:7.1f}us hipgn {row['hipgn']:7.1f}us "
@@ -336,7 +336,7 @@ def main():
         torch.cuda.empty_cache()
 
     out = pathlib.Path(a.out)
-    meta = write_json(a.out, rows, props)
+    meta = write_json(a.out, rows, props, a.act)
     md = summarize(rows, meta)
     (out / "latest.md").write_text(md)
     print(md)
@@ -346,12 +346,12 @@ def main():
         print(f"# plot skipped: {e!r}")
 
 
-def write_json(out_dir, rows, props):
+def write_json(out_dir, rows, props, act="swish"):
     import torch
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     meta = dict(date=datetime.date.today().isoformat(), gpu=props.name, l2_bytes=props.L2_cache_size,
-                torch=torch.__version__,
+                torch=torch.__version__, act=act,
                 method="CUDA graph replay over rotating buffer sets (>3x L2), device events, median of 15 replays")
     (out / "latest.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1) + "\n")
     return meta

@@ -37,6 +37,8 @@ def main():
     fresh = {key(r): r for r in new["rows"]}
     rows = [fresh.pop(key(r), r) for r in kept["rows"]] + list(fresh.values())
     meta = dict(kept["meta"])
+    if new["meta"].get("act", "swish") != "swish":  # bench.py --act none: hipgn alone, no SiLU
+        sys.exit(f"merge_results: the new rows ran hipgn with act {new['meta']['act']}; the kept ones are GroupNorm + SiLU")
     if meta.get("gpu") != new["meta"].get("gpu"):
         sys.exit(f"merge_results: the kept rows ran on {meta.get('gpu')}, the new on {new['meta'].get('gpu')}")
     runs = meta.get("runs", [])
