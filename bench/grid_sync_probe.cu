@@ -16,6 +16,14 @@
 //                    first wavefront polls every slot, then stores the token to a release word
 //                    that the others poll
 //        slot_all    no memset: each workgroup's first wavefront polls every slot itself
+//   3. The library's barrier against variants of it that might shorten its ~2 us (bench/NOTES.md,
+//      "Where the fourth session of 2026-11-26 ended"), all on counters zeroed once, each checked:
+//      before barrier k a workgroup writes k + 1 to its flag, after it reads its neighbour's (k + 1
+//      or k + 2) and counts another value as an error (printed; a barrier with errors is none).
+//        cap N       the library's, its waiters' backoff capped at N ns instead of 512
+//        relaxed     waiters poll the generation with relaxed loads and fence once it moved
+//        tree F      arrivals in F counters (workgroup b at b % F, a line each); the last of
+//                    each arrives at the top counter, whose last advances the generation
 //
 // Build and run on the GPU machine (sm_90): bash bench/grid_sync_probe.sh
 #include <cuda_runtime.h>
@@ -25,6 +33,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "probe_check.hpp"
@@ -120,6 +129,73 @@ __global__ void slot_all(std::uint32_t*, std::uint64_t* slots, int bars) {
   }
 }
 
+__device__ std::uint32_t ld_relaxed32(const std::uint32_t* p) {
+  std::uint32_t v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ void st_release32(std::uint32_t* p, std::uint32_t v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+// Waits until *gen differs from g, backing off from 32 ns to kCap; relaxed polls and one fence
+// after them where kRelaxed, acquire polls (the library's) where not.
+template <unsigned kCap, bool kRelaxed>
+__device__ void wait_gen(std::uint32_t* gen, std::uint32_t g) {
+  unsigned ns = 32;
+  for (;;) {
+    const std::uint32_t v = kRelaxed ? ld_relaxed32(gen) : hipgn::kernels::load_acquire(gen);
+    if (v != g) break;
+    __nanosleep(ns);
+    ns = ns < kCap ? 2 * ns : kCap;
+  }
+  if (kRelaxed) asm volatile("fence.acq_rel.gpu;" ::: "memory");
+}
+
+// The library's barrier (exchange.hpp: arrive_and_wait) with its wait as above; kFan > 1: the
+// arrivals first in kFan counters, a line each after the top counter's and the generation's.
+template <unsigned kCap, bool kRelaxed, int kFan>
+__device__ void barrier_variant(std::uint32_t* lines, std::uint32_t grid) {
+  using namespace hipgn::kernels;
+  std::uint32_t* top = lines;
+  std::uint32_t* gen = lines + kLineWords;
+  const std::uint32_t g = ld_relaxed32(gen);
+  bool last;
+  if constexpr (kFan > 1) {
+    const std::uint32_t b = blockIdx.x, s = b % kFan;
+    const std::uint32_t members = grid / kFan + (s < grid % kFan ? 1u : 0u);
+    std::uint32_t* sub = lines + kLineWords * (2 + s);
+    last = last_arrival(sub, arrive(sub), members) &&
+           last_arrival(top, arrive(top), grid < std::uint32_t(kFan) ? grid : std::uint32_t(kFan));
+  } else {
+    last = last_arrival(top, arrive(top), grid);
+  }
+  if (last) {
+    st_release32(gen, g + 1);
+    return;
+  }
+  wait_gen<kCap, kRelaxed>(gen, g);
+}
+
+// The variants' kernel: `bars` barriers, each on 64 lines of its own; flags: a word a workgroup
+// (after the slots' region), errors: one word after them.
+template <unsigned kCap, bool kRelaxed, int kFan>
+__global__ void checked(std::uint32_t* counters, std::uint64_t* slots, int bars) {
+  std::uint32_t* flags = reinterpret_cast<std::uint32_t*>(slots + (1 << 16));
+  std::uint32_t* errors = flags + 4096;
+  const std::uint32_t grid = gridDim.x, b = blockIdx.x;
+  for (int k = 0; k < bars; ++k) {
+    if (threadIdx.x == 0) asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(flags + b), "r"(std::uint32_t(k + 1)) : "memory");
+    __syncthreads();
+    if (threadIdx.x == 0) barrier_variant<kCap, kRelaxed, kFan>(counters + std::int64_t(64) * kLineWords * k, grid);
+    __syncthreads();
+    // the neighbour wrote k + 1 before this barrier and may have written k + 2 after it; the
+    // previous launch left `bars`
+    const std::uint32_t v = threadIdx.x == 0 ? ld_relaxed32(flags + (b + 1) % grid) : 0;
+    if (threadIdx.x == 0 && v != std::uint32_t(k + 1) && v != std::uint32_t(k + 2)) atomicAdd(errors, 1u);
+  }
+}
+
 using Kernel = void (*)(std::uint32_t*, std::uint64_t*, int);
 
 void check_gridid() {
@@ -176,8 +252,9 @@ int main() {
   check_gridid();
   std::uint32_t* counters;
   std::uint64_t* slots;
-  CHECK(cudaMalloc(&counters, 4 * kLineWords * sizeof(std::uint32_t)));
-  CHECK(cudaMemset(counters, 0, 4 * kLineWords * sizeof(std::uint32_t)));
+  const std::size_t counter_bytes = std::size_t(8) * 64 * kLineWords * sizeof(std::uint32_t);  // 8 barriers of 64 lines
+  CHECK(cudaMalloc(&counters, counter_bytes));
+  CHECK(cudaMemset(counters, 0, counter_bytes));
   CHECK(cudaMalloc(&slots, 1 << 20));
   CHECK(cudaMemset(slots, 0, 1 << 20));
   int cus = 0;
@@ -194,12 +271,25 @@ int main() {
                   {"slot_master x2", slot_master, false, 2},
                   {"slot_all x2", slot_all, false, 2},
                   {"slot_master x8", slot_master, false, 8},
-                  {"slot_all x8", slot_all, false, 8}};
+                  {"slot_all x8", slot_all, false, 8},
+                  {"checked x8 library", checked<512, false, 1>, false, 8},
+                  {"checked x8 cap 128", checked<128, false, 1>, false, 8},
+                  {"checked x8 cap 64", checked<64, false, 1>, false, 8},
+                  {"checked x8 relaxed", checked<512, true, 1>, false, 8},
+                  {"checked x8 relaxed 128", checked<128, true, 1>, false, 8},
+                  {"checked x8 tree 8", checked<512, false, 8>, false, 8},
+                  {"checked x8 tree 16", checked<512, false, 16>, false, 8},
+                  {"checked x8 tree 16 128", checked<128, true, 16>, false, 8}};
+  std::uint32_t* errors = reinterpret_cast<std::uint32_t*>(slots + (1 << 16)) + 4096;
   for (int per_cu : {1, 2}) {
     const int grid = per_cu * cus;
     for (const V& v : variants) {
-      std::printf("grid %4d  %-18s %7.2f us a launch\n", grid, v.name,
-                  time_variant(v.k, v.memset, grid, v.bars, counters, slots));
+      CHECK(cudaMemset(errors, 0, sizeof(std::uint32_t)));
+      const double us = time_variant(v.k, v.memset, grid, v.bars, counters, slots);
+      std::uint32_t bad = 0;
+      CHECK(cudaMemcpy(&bad, errors, sizeof(bad), cudaMemcpyDeviceToHost));
+      std::printf("grid %4d  %-24s %7.2f us a launch%s\n", grid, v.name, us,
+                  std::string(bad ? " (" + std::to_string(bad) + " errors)" : "").c_str());
     }
   }
   CHECK(cudaFree(counters));
