@@ -249,6 +249,7 @@ double time_variant(Kernel k, bool memset, int grid, int bars, std::uint32_t* co
 }  // namespace
 
 int main() {
+  std::setvbuf(stdout, nullptr, _IONBF, 0);  // a line at a time, should a variant hang
   check_gridid();
   std::uint32_t* counters;
   std::uint64_t* slots;
@@ -284,6 +285,10 @@ int main() {
   for (int per_cu : {1, 2}) {
     const int grid = per_cu * cus;
     for (const V& v : variants) {
+      // each variant from zeroed counters: the tree's counters lie on lines that other variants
+      // use as generations (left non-zero), and an arrival counter that starts there never
+      // sees its last arrival
+      CHECK(cudaMemset(counters, 0, counter_bytes));
       CHECK(cudaMemset(errors, 0, sizeof(std::uint32_t)));
       const double us = time_variant(v.k, v.memset, grid, v.bars, counters, slots);
       std::uint32_t bad = 0;
