@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # On the GPU machine: where a stream kernel's time goes, phase by phase. Builds the profiler with
 # HIPGN_PHASE_TIMES (primitives/phase_clock.hpp: clock64() at each phase's end and each grid
-# barrier's, printed by a few workgroups) in $BUILD with PRESET (default minimal, a minute), runs
-# each probe of PROBES ("instance:n:c:spatial:g:dtype:layout", as bench/ncu_stalls.sh) a few
-# times (ITERS, default 5, each after the profiler's L2 flush; the verification launch before
-# them is left out), and prints, per interval, the cycles' min, median and max over the
+# barrier's, printed by a few workgroups) in $BUILD with PRESET (default minimal, a minute) and
+# PHASE_CMAKE_ARGS (e.g. "-DHIPGN_OPS=fwd -DHIPGN_LAYOUTS=cf -DHIPGN_DTYPES=f16" with
+# PRESET=default: every configuration of those buckets), runs each probe of PROBES
+# ("instance:n:c:spatial:g:dtype:layout", as bench/ncu_stalls.sh) a few times (ITERS, default
+# 5, each after the profiler's L2 flush; the verification launch before them is left out), and
+# prints, per interval, the cycles' min, median and max over the
 # workgroups and launches that printed, and the median in microseconds at the SM's boost clock
 # (nvidia-smi's clocks.max.sm: the clock under load; the current clock reads idle before the run).
 # The intervals (each kernel's PhaseClock laps; a lap inside the item loop sums over the
@@ -15,7 +17,7 @@ set -uo pipefail
 OUT=${OUT:-/tmp/hipgn-out}
 mkdir -p "$OUT"
 BUILD=${BUILD:-/tmp/build-phase}
-cmake -S . -B "$BUILD" -G Ninja -DHIPGN_PRESET=${PRESET:-minimal} -DCMAKE_CUDA_FLAGS=-DHIPGN_PHASE_TIMES \
+cmake -S . -B "$BUILD" -G Ninja -DHIPGN_PRESET=${PRESET:-minimal} ${PHASE_CMAKE_ARGS:-} -DCMAKE_CUDA_FLAGS=-DHIPGN_PHASE_TIMES \
   -DCMAKE_PREFIX_PATH="$PWD/.deps/root/usr" > "$OUT/phase_configure.log" 2>&1 || { tail -20 "$OUT/phase_configure.log"; exit 1; }
 cmake --build "$BUILD" -j 16 --target hipgn_profiler > "$OUT/phase_build.log" 2>&1 ||
   { grep -E -A5 "error|FAILED" "$OUT/phase_build.log" | head -30; exit 1; }
@@ -30,7 +32,7 @@ for probe in ${PROBES}; do
 import statistics, sys
 names = {
     "fwd_stream_cl": ["phase 1 loads", "phase 1 reductions", "barrier 1", "merge", "barrier 2", "phase 3 scale, shift", "phase 3 rows"],
-    "fwd_stream_cf": ["phase 1", "barrier", "phase 2"],
+    "fwd_stream_cf": ["phase 1 sums", "phase 1 reductions", "barrier", "phase 2 merges", "phase 2 writes"],
     "bwd_stream_cl": ["phase 1 loads", "phase 1 reductions", "barrier 1", "phase 2", "barrier 2", "phase 3 setup", "phase 3 rows"],
 }
 lines = [l for l in open(sys.argv[1]) if l.startswith("phase_times ")]
