@@ -188,9 +188,9 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     const std::int64_t r_lo = row_of(p, f.begin(share)), r_hi = row_of(p, f.end(share) - 1);
     return ShareRows{r_lo, int(r_hi - r_lo) + 1, group_of_row(p, r_lo), group_of_row(p, r_hi)};
   };
-  PhaseClock<5> phases;  // bench/phase_times.sh: phase 1's sums | its batch reductions (and the
-                        // table) | barrier | phase 2's merges (and its table) | its writes, summed
-                        // over batches and waves
+  PhaseClock<6> phases;  // bench/phase_times.sh: phase 1's sums | its batch reductions (and the
+                        // table) | barrier | phase 2's merges (and its table) | its writes | phase
+                        // 1's share setup (from the start), summed over batches and waves
 
   // Phase 1 of a wave: each segment's (n, mean, M2), to its slot. Returns the last share read,
   // whose gamma and beta phase 2 finds staged.
@@ -202,6 +202,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
       last_share = share;
       const ShareRows sr = rows_of(f, share);
       const int g_first = sr.g_first, g_last = sr.g_last;
+      phases.lap(5);
       stage_affine<Traits>(p, sr.r_lo, sr.rows, table);  // for phase 2, in flight with x's loads
       for (int g0 = g_first; g0 <= g_last; g0 += W) {
         const int batch = g_last - g0 + 1 < W ? g_last - g0 + 1 : W;
