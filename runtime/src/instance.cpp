@@ -442,7 +442,6 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
     k.items = ceil_div((total - head) / v, chunk);
     k.slice_vectors = std::int32_t(chunk);
     k.slices_div = FastDivmod::make(std::uint64_t(chunk));
-    k.cpg_div = FastDivmod::make(std::uint64_t(cg));  // a channel row's group (rows_of)
     k.affine_rows = std::int32_t(stream_cf_affine_rows(chunk, spec_.vector, hw));
     // one wave, the tensor, unless its launcher finds it more than the workgroups hold
     k.wave_groups = k.num_groups;

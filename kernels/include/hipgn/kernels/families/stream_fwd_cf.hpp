@@ -60,23 +60,6 @@ __device__ __forceinline__ std::int64_t floor_div(std::int64_t a, std::int64_t b
   return q;
 }
 
-// The channel row of flat element e (row r: sample r / C, channel r % C), a row's group and a
-// row's channel, by the launch's multiply-high divisors (Params::spatial, cpg_div, groups_div)
-// where the dividend lies below 2^31, by floor_div past it: the double divisions and the 64-bit
-// modulo they replace sat on the dependency chains before phase 1's first loads and before
-// phase 2's merges (Nsight Compute: ~10% of the stall samples in the prologue).
-__device__ __forceinline__ std::int64_t row_of(const Params& p, std::int64_t e) {
-  return e < (std::int64_t(1) << 31) ? std::int64_t(p.spatial.div31(std::uint32_t(e))) : floor_div(e, p.spatial_size);
-}
-__device__ __forceinline__ int group_of_row(const Params& p, std::int64_t r) {
-  return r < (std::int64_t(1) << 31) ? int(p.cpg_div.div31(std::uint32_t(r))) : int(floor_div(r, p.channels_per_group));
-}
-__device__ __forceinline__ int channel_of_row(const Params& p, std::int64_t r) {
-  const int g = group_of_row(p, r);  // below num_groups, an int
-  const int gs = g - int(p.groups_div.div31(std::uint32_t(g))) * int(p.groups_per_sample);
-  return gs * int(p.channels_per_group) + int(r - std::int64_t(g) * p.channels_per_group);
-}
-
 // A wave's flat run of elements [origin, origin + total) (x's element 0 lies `phase` past a
 // 16-byte boundary): `head` elements before its first aligned vector, `body` aligned vectors, the
 // tail after them. Share s is body vectors [s chunk, (s + 1) chunk), with the head (share 0) and
@@ -128,7 +111,7 @@ __device__ __forceinline__ void stage_affine(const Params& p, std::int64_t r_lo,
   using Gm = typename Traits::GammaType;
   const Gm* gamma = static_cast<const Gm*>(p.gamma);
   const Gm* beta = static_cast<const Gm*>(p.beta);
-  const int c = int(p.channels), c_lo = channel_of_row(p, r_lo);
+  const int c = int(p.channels), c_lo = int(r_lo % c);
   for (int r = threadIdx.x; r < rows; r += Traits::kBlockSize) {
     const int ch = (c_lo + r) % c;
     table[r] = make_float2(gamma ? to_float(gamma[ch]) : 1.f, beta ? to_float(beta[ch]) : 0.f);
@@ -179,18 +162,13 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     return k0 >= p.hold_vectors ? 0 : p.hold_vectors - k0 < sg.body ? p.hold_vectors - k0 : sg.body;
   };
   // the channel rows a share touches (its gamma and beta table's)
-  // the channel rows a share touches (its gamma and beta table's) and the groups it meets
-  struct ShareRows {
-    std::int64_t r_lo;
-    int rows, g_first, g_last;
-  };
-  auto rows_of = [&](const FlatShares<V>& f, int share) {
-    const std::int64_t r_lo = row_of(p, f.begin(share)), r_hi = row_of(p, f.end(share) - 1);
-    return ShareRows{r_lo, int(r_hi - r_lo) + 1, group_of_row(p, r_lo), group_of_row(p, r_hi)};
+  auto first_row = [&](const FlatShares<V>& f, int share) { return floor_div(f.begin(share), hw); };
+  auto row_count = [&](const FlatShares<V>& f, int share) {
+    return int(floor_div(f.end(share) - 1, hw) - first_row(f, share)) + 1;
   };
   PhaseClock<6> phases;  // bench/phase_times.sh: phase 1's sums | its batch reductions (and the
                         // table) | barrier | phase 2's merges (and its table) | its writes | phase
-                        // 1's share setup (from the start), summed over batches and waves
+                        // 1 before its share loop (from the start), summed over batches and waves
 
   // Phase 1 of a wave: each segment's (n, mean, M2), to its slot. Returns the last share read,
   // whose gamma and beta phase 2 finds staged.
@@ -200,10 +178,9 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     int last_share = b;
     for (int share = b; share < f.shares; share += grid) {
       last_share = share;
-      const ShareRows sr = rows_of(f, share);
-      const int g_first = sr.g_first, g_last = sr.g_last;
       phases.lap(5);
-      stage_affine<Traits>(p, sr.r_lo, sr.rows, table);  // for phase 2, in flight with x's loads
+      stage_affine<Traits>(p, first_row(f, share), row_count(f, share), table);  // for phase 2, in flight with x's loads
+      const int g_first = int(floor_div(f.begin(share), L)), g_last = int(floor_div(f.end(share) - 1, L));
       for (int g0 = g_first; g0 <= g_last; g0 += W) {
         const int batch = g_last - g0 + 1 < W ? g_last - g0 + 1 : W;
         for (int j = 0; j < batch; ++j) {
@@ -274,13 +251,12 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     const FlatShares<V>& f = wv.f;
     float4* const slots = wv.slots;
     for (int share = b < f.shares ? b + (f.shares - 1 - b) / grid * grid : -1; share >= b; share -= grid) {
-      const ShareRows sr = rows_of(f, share);
-      const std::int64_t r_lo = sr.r_lo;
-      const int g_first = sr.g_first, g_last = sr.g_last;
+      const std::int64_t r_lo = first_row(f, share);
       if (share != last_share) {  // phase 1 left the table of its last share
         __syncthreads();
-        stage_affine<Traits>(p, r_lo, sr.rows, table);
+        stage_affine<Traits>(p, r_lo, row_count(f, share), table);
       }
+      const int g_first = int(floor_div(f.begin(share), L)), g_last = int(floor_div(f.end(share) - 1, L));
       for (int g0 = g_first + (g_last - g_first) / W * W; g0 >= g_first; g0 -= W) {
         const int batch = g_last - g0 + 1 < W ? g_last - g0 + 1 : W;
         __syncthreads();  // the previous batch's statistics were read
