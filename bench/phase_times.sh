@@ -32,7 +32,7 @@ for probe in ${PROBES}; do
 import statistics, sys
 names = {
     "fwd_stream_cl": ["phase 1 loads", "phase 1 reductions", "barrier 1", "merge", "barrier 2", "phase 3 scale, shift", "phase 3 rows"],
-    "fwd_stream_cf": ["phase 1 sums", "phase 1 reductions", "barrier", "phase 2 merges", "phase 2 writes", "phase 1 setup"],
+    "fwd_stream_cf": ["phase 1 sums", "phase 1 reductions", "barrier", "phase 2 merges", "phase 2 writes", "phase 1 setup", "phase 2 setup"],
     "bwd_stream_cl": ["phase 1 loads", "phase 1 reductions", "barrier 1", "phase 2", "barrier 2", "phase 3 setup", "phase 3 rows"],
 }
 lines = [l for l in open(sys.argv[1]) if l.startswith("phase_times ")]

@@ -442,6 +442,9 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
     k.items = ceil_div((total - head) / v, chunk);
     k.slice_vectors = std::int32_t(chunk);
     k.slices_div = FastDivmod::make(std::uint64_t(chunk));
+    k.spatial_rcp = 1.0 / double(hw);
+    k.group_rcp = 1.0 / double(p.group_elements());
+    k.channels_rcp = 1.0 / double(p.c);
     k.affine_rows = std::int32_t(stream_cf_affine_rows(chunk, spec_.vector, hw));
     // one wave, the tensor, unless its launcher finds it more than the workgroups hold
     k.wave_groups = k.num_groups;

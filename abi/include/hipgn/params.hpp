@@ -181,6 +181,10 @@ struct Params {
   // hold whole, so x is read from memory once however large the tensor; wave_groups = N * G:
   // one wave, the tensor (stream_fwd_cf.hpp).
   std::int32_t wave_groups;
+  // 1 / spatial_size, 1 / group_elements and 1 / C as doubles, for the channels-first stream
+  // forward's floor_div: a multiply where a double division is a subroutine on the chains
+  // before its first loads and before its merges.
+  double spatial_rcp, group_rcp, channels_rcp;
   // The channels-first split backward (families/split.hpp): its first pass's units; with pieces
   // > 1 they write [N, C, pieces] (S1, S2) pairs to `partials`, folded into the workspace's
   // [N, C] pairs before the second pass.

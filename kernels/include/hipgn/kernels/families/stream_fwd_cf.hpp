@@ -51,10 +51,12 @@ namespace hipgn::kernels {
 template <typename Traits>
 inline constexpr int kStreamCfUnroll = kStreamUnroll * Traits::kPerThread;
 
-// floor(a / b) for 0 <= a < 2^53 and 0 < b < 2^31, without the 64-bit integer division (a
-// called helper, around which ptxas spills): the double quotient is off by at most one.
-__device__ __forceinline__ std::int64_t floor_div(std::int64_t a, std::int64_t b) {
-  std::int64_t q = std::int64_t(double(a) / double(b));
+// floor(a / b) for 0 <= a < 2^52 and 0 < b < 2^31, given rcp = 1 / b rounded (Params'
+// *_rcp): the double product is off by at most one, which the two checks correct. Neither the
+// 64-bit integer division (a called helper, around which ptxas spills) nor the double one (a
+// subroutine on the prologue's chain).
+__device__ __forceinline__ std::int64_t floor_div(std::int64_t a, std::int64_t b, double rcp) {
+  std::int64_t q = std::int64_t(double(a) * rcp);
   if (q * b > a) --q;
   else if ((q + 1) * b <= a) ++q;
   return q;
@@ -111,7 +113,7 @@ __device__ __forceinline__ void stage_affine(const Params& p, std::int64_t r_lo,
   using Gm = typename Traits::GammaType;
   const Gm* gamma = static_cast<const Gm*>(p.gamma);
   const Gm* beta = static_cast<const Gm*>(p.beta);
-  const int c = int(p.channels), c_lo = int(r_lo % c);
+  const int c = int(p.channels), c_lo = int(r_lo - floor_div(r_lo, c, p.channels_rcp) * c);
   for (int r = threadIdx.x; r < rows; r += Traits::kBlockSize) {
     const int ch = (c_lo + r) % c;
     table[r] = make_float2(gamma ? to_float(gamma[ch]) : 1.f, beta ? to_float(beta[ch]) : 0.f);
@@ -162,13 +164,14 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     return k0 >= p.hold_vectors ? 0 : p.hold_vectors - k0 < sg.body ? p.hold_vectors - k0 : sg.body;
   };
   // the channel rows a share touches (its gamma and beta table's)
-  auto first_row = [&](const FlatShares<V>& f, int share) { return floor_div(f.begin(share), hw); };
+  auto first_row = [&](const FlatShares<V>& f, int share) { return floor_div(f.begin(share), hw, p.spatial_rcp); };
   auto row_count = [&](const FlatShares<V>& f, int share) {
-    return int(floor_div(f.end(share) - 1, hw) - first_row(f, share)) + 1;
+    return int(floor_div(f.end(share) - 1, hw, p.spatial_rcp) - first_row(f, share)) + 1;
   };
-  PhaseClock<6> phases;  // bench/phase_times.sh: phase 1's sums | its batch reductions (and the
-                        // table) | barrier | phase 2's merges (and its table) | its writes | phase
-                        // 1 before its share loop (from the start), summed over batches and waves
+  PhaseClock<7> phases;  // bench/phase_times.sh: phase 1's sums | its batch reductions (and the
+                        // table) | barrier | phase 2's merges | its writes | phase 1 before its
+                        // share loop (from the start) | phase 2's share setup (and its table),
+                        // summed over batches, shares and waves
 
   // Phase 1 of a wave: each segment's (n, mean, M2), to its slot. Returns the last share read,
   // whose gamma and beta phase 2 finds staged.
@@ -180,7 +183,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
       last_share = share;
       phases.lap(5);
       stage_affine<Traits>(p, first_row(f, share), row_count(f, share), table);  // for phase 2, in flight with x's loads
-      const int g_first = int(floor_div(f.begin(share), L)), g_last = int(floor_div(f.end(share) - 1, L));
+      const int g_first = int(floor_div(f.begin(share), L, p.group_rcp)), g_last = int(floor_div(f.end(share) - 1, L, p.group_rcp));
       for (int g0 = g_first; g0 <= g_last; g0 += W) {
         const int batch = g_last - g0 + 1 < W ? g_last - g0 + 1 : W;
         for (int j = 0; j < batch; ++j) {
@@ -256,7 +259,8 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
         __syncthreads();
         stage_affine<Traits>(p, r_lo, row_count(f, share), table);
       }
-      const int g_first = int(floor_div(f.begin(share), L)), g_last = int(floor_div(f.end(share) - 1, L));
+      const int g_first = int(floor_div(f.begin(share), L, p.group_rcp)), g_last = int(floor_div(f.end(share) - 1, L, p.group_rcp));
+      phases.lap(6);
       for (int g0 = g_first + (g_last - g_first) / W * W; g0 >= g_first; g0 -= W) {
         const int batch = g_last - g0 + 1 < W ? g_last - g0 + 1 : W;
         __syncthreads();  // the previous batch's statistics were read
