@@ -159,6 +159,27 @@ TEST(FastDivmod, AgreesWithDivision) {
   EXPECT_EQ(FastDivmod::make(7).div(10000000000ull), 10000000000ull / 7);
 }
 
+// floor_div by a rounded reciprocal (params.hpp), as the channels-first stream forward takes
+// it: exact across the divisors and offsets it meets, and at the edges of its range.
+TEST(FloorDiv, AgreesWithDivision) {
+  std::mt19937_64 rng(test_seed());
+  const std::int64_t divisors[] = {1, 2, 3, 7, 10, 49, 4096, 8191, 65536, 122880, 1048576, 2147483647};
+  for (std::int64_t d : divisors) {
+    const double rcp = 1.0 / double(d);
+    for (int i = 0; i < 20000; ++i) {
+      // small offsets, multiples of d and their neighbours, and offsets up to 2^52
+      const std::int64_t m = std::int64_t(rng() >> 40) * d;
+      const std::int64_t a = i < 1000 ? i : i % 3 == 0 ? m + (i % 2 ? -1 : 0) : std::int64_t(rng() >> (12 + i % 30));
+      if (a < 0) continue;
+      ASSERT_EQ(floor_div(a, d, rcp), a / d) << a << " / " << d;
+    }
+    const std::int64_t top = (std::int64_t(1) << 52) - 1;
+    ASSERT_EQ(floor_div(top, d, rcp), top / d) << d;
+    ASSERT_EQ(floor_div(top / d * d, d, rcp), top / d) << d;
+    ASSERT_EQ(floor_div(top / d * d - 1, d, rcp), top / d - 1) << d;
+  }
+}
+
 // The channels-first split backward's first-pass units (params.hpp: split_bwd_cf_rows): every
 // row of a group in exactly one unit, teams that the kernel's shuffle tree can add (a power of
 // two of at most 32 lanes, dividing the workgroup), pieces that cover a long row exactly.

@@ -53,6 +53,19 @@ struct FastDivmod {
   }
 };
 
+// floor(a / b) for 0 <= a < 2^52 and 0 < b < 2^31, given rcp = 1 / b rounded to a double (a
+// launch's Params::spatial_rcp and the like): the product is off by at most one, which the two
+// checks correct. The channels-first stream forward's shares start at 64-bit offsets; a double
+// division there is a subroutine on the chain before its first loads, and the 64-bit integer
+// division a called helper around which ptxas spilled (bench/NOTES.md, "Where the fifth
+// session of 2026-11-26 ended").
+HIPGN_HD std::int64_t floor_div(std::int64_t a, std::int64_t b, double rcp) {
+  std::int64_t q = static_cast<std::int64_t>(static_cast<double>(a) * rcp);
+  if (q * b > a) --q;
+  else if ((q + 1) * b <= a) ++q;
+  return q;
+}
+
 // The channels-first split backward's first pass (families/split.hpp: bwd_split_rows_kernel and
 // bwd_split_sums_kernel), which sums each channel row of a group. Short rows (spatial / vector
 // vectors, at most half the workgroup) go to teams of `team` lanes (a power of two, at most 32,

@@ -51,17 +51,6 @@ namespace hipgn::kernels {
 template <typename Traits>
 inline constexpr int kStreamCfUnroll = kStreamUnroll * Traits::kPerThread;
 
-// floor(a / b) for 0 <= a < 2^52 and 0 < b < 2^31, given rcp = 1 / b rounded (Params'
-// *_rcp): the double product is off by at most one, which the two checks correct. Neither the
-// 64-bit integer division (a called helper, around which ptxas spills) nor the double one (a
-// subroutine on the prologue's chain).
-__device__ __forceinline__ std::int64_t floor_div(std::int64_t a, std::int64_t b, double rcp) {
-  std::int64_t q = std::int64_t(double(a) * rcp);
-  if (q * b > a) --q;
-  else if ((q + 1) * b <= a) ++q;
-  return q;
-}
-
 // A wave's flat run of elements [origin, origin + total) (x's element 0 lies `phase` past a
 // 16-byte boundary): `head` elements before its first aligned vector, `body` aligned vectors, the
 // tail after them. Share s is body vectors [s chunk, (s + 1) chunk), with the head (share 0) and
