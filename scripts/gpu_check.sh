@@ -13,6 +13,8 @@ start=$(date +%s)
 cmake --build $BUILD -j 16 > "$OUT/build.log" 2>&1 || { grep -E "error|FAILED" "$OUT/build.log" | head -30; exit 1; }
 echo "build: $(( $(date +%s) - start )) s"
 grep -c "spill" "$OUT/build.log" | sed 's/^/ptxas spill warnings: /'
+python3 scripts/check_spills.py "$OUT/build.log"
+spill_rc=$?
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
 # The PyTorch tests (label torch) run in scripts/gpu_torch_check.sh, under their own budget.
 (cd $BUILD && ctest -j 4 --output-on-failure --output-junit ctest.xml ${CTEST_ARGS:--LE torch} > "$OUT/ctest.log" 2>&1)
@@ -69,4 +71,5 @@ echo "profiler on the SD problem: exit $? (0: all verified), $(($(wc -l < "$OUT/
 scripts/check_install.sh $BUILD 2>&1 | tail -n 6
 shift_args="$*"
 [ -n "$shift_args" ] && eval "$shift_args"
+[ $spill_rc -ne 0 ] && rc=1  # a spill past the baseline fails the check, after everything ran
 exit $rc

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Fails when a build's kernels spill more than scripts/spill_baseline.json allows.
+
+ptxas (-warn-spills, generated/CMakeLists.txt) names each kernel that spills and its bytes;
+this reads those lines from a build log and compares each kernel's bytes (stores plus loads)
+with the baseline: a kernel absent from it, or spilling more than it records, is a regression.
+Only kernels that the log compiled are judged (an incremental build's log holds only what it
+recompiled). Why it exists: the channels-first stream forward's waves ran 12-26% slower with
+56-72 bytes of spills that no short A/B showed (bench/NOTES.md, "Where the fifth session of
+2026-11-26 ended"). CI runs it on its cold build; scripts/gpu_check.sh on the GPU machine's.
+
+Usage: scripts/check_spills.py BUILD_LOG [--baseline FILE] [--write]
+  --write  rewrite the baseline from this log (a full default build's), after a change that
+           spills less, or one whose spills were measured and accepted (say so in its commit)"""
+import argparse
+import json
+import pathlib
+import re
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+WARNING = re.compile(r"Registers are spilled to local memory in function '([^']+)', (\d+) bytes spill stores, (\d+) bytes spill loads")
+ABOUT = ("Kernels of the default preset that ptxas (nvcc 13, sm_90) spills, and their bytes (stores plus loads), "
+         "as scripts/check_spills.py --write read them from a cold build's log. A kernel not listed must not spill.")
+
+
+def spills(log: pathlib.Path) -> dict:
+    """{kernel: bytes} over the log's spill warnings (a kernel compiled twice counts once, its largest)."""
+    found = {}
+    for m in WARNING.finditer(log.read_text(errors="replace")):
+        found[m.group(1)] = max(found.get(m.group(1), 0), int(m.group(2)) + int(m.group(3)))
+    return found
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("log", type=pathlib.Path)
+    ap.add_argument("--baseline", type=pathlib.Path, default=ROOT / "scripts" / "spill_baseline.json")
+    ap.add_argument("--write", action="store_true")
+    a = ap.parse_args()
+    found = spills(a.log)
+    if a.write:
+        a.baseline.write_text(json.dumps({"about": ABOUT, "kernels": dict(sorted(found.items()))}, indent=1) + "\n")
+        print(f"check_spills: wrote {len(found)} spilling kernels to {a.baseline}")
+        return 0
+    allowed = json.loads(a.baseline.read_text())["kernels"]
+    worse = {k: (allowed.get(k, 0), v) for k, v in found.items() if v > allowed.get(k, 0)}
+    better = sum(1 for k, v in found.items() if v < allowed.get(k, 0))
+    if worse:
+        print(f"check_spills: {len(worse)} kernels spill more than {a.baseline.name} allows (bytes allowed -> now):")
+        for k, (was, now) in sorted(worse.items()):
+            print(f"  {k}: {was} -> {now}")
+        print("Read ptxas -v for them before any device time; if the spills are measured and accepted, --write.")
+        return 1
+    print(f"check_spills: {len(found)} spilling kernels in {a.log}, none past the baseline"
+          + (f" ({better} spill less: --write to record it)" if better else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
