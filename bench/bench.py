@@ -69,7 +69,7 @@ class Hipgn:
 
     ACT = {"none": 0, "swish": 1}
 
-    def __init__(self, path: str, torch, act: str = "swish"):
+    def __init__(self, path: str, torch, act: str):
         self.torch = torch
         self.act = act
         self.lib = ctypes.CDLL(path)
@@ -346,7 +346,7 @@ def main():
         print(f"# plot skipped: {e!r}")
 
 
-def write_json(out_dir, rows, props, act="swish"):
+def write_json(out_dir, rows, props, act):
     import torch
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
