@@ -129,22 +129,13 @@ __global__ void slot_all(std::uint32_t*, std::uint64_t* slots, int bars) {
   }
 }
 
-__device__ std::uint32_t ld_relaxed32(const std::uint32_t* p) {
-  std::uint32_t v;
-  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ void st_release32(std::uint32_t* p, std::uint32_t v) {
-  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
 // Waits until *gen differs from g, backing off from 32 ns to kCap; relaxed polls and one fence
 // after them where kRelaxed, acquire polls (the library's) where not.
 template <unsigned kCap, bool kRelaxed>
 __device__ void wait_gen(std::uint32_t* gen, std::uint32_t g) {
   unsigned ns = 32;
   for (;;) {
-    const std::uint32_t v = kRelaxed ? ld_relaxed32(gen) : hipgn::kernels::load_acquire(gen);
+    const std::uint32_t v = kRelaxed ? hipgn::kernels::load_relaxed(gen) : hipgn::kernels::load_acquire(gen);
     if (v != g) break;
     __nanosleep(ns);
     ns = ns < kCap ? 2 * ns : kCap;
@@ -159,7 +150,7 @@ __device__ void barrier_variant(std::uint32_t* lines, std::uint32_t grid) {
   using namespace hipgn::kernels;
   std::uint32_t* top = lines;
   std::uint32_t* gen = lines + kLineWords;
-  const std::uint32_t g = ld_relaxed32(gen);
+  const std::uint32_t g = load_relaxed(gen);
   bool last;
   if constexpr (kFan > 1) {
     const std::uint32_t b = blockIdx.x, s = b % kFan;
@@ -171,7 +162,7 @@ __device__ void barrier_variant(std::uint32_t* lines, std::uint32_t grid) {
     last = last_arrival(top, arrive(top), grid);
   }
   if (last) {
-    st_release32(gen, g + 1);
+    store_release(gen, g + 1);
     return;
   }
   wait_gen<kCap, kRelaxed>(gen, g);
@@ -185,13 +176,13 @@ __global__ void checked(std::uint32_t* counters, std::uint64_t* slots, int bars)
   std::uint32_t* errors = flags + 4096;
   const std::uint32_t grid = gridDim.x, b = blockIdx.x;
   for (int k = 0; k < bars; ++k) {
-    if (threadIdx.x == 0) asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(flags + b), "r"(std::uint32_t(k + 1)) : "memory");
+    if (threadIdx.x == 0) hipgn::kernels::store_relaxed(flags + b, std::uint32_t(k + 1));
     __syncthreads();
     if (threadIdx.x == 0) barrier_variant<kCap, kRelaxed, kFan>(counters + std::int64_t(64) * kLineWords * k, grid);
     __syncthreads();
     // the neighbour wrote k + 1 before this barrier and may have written k + 2 after it; the
     // previous launch left `bars`
-    const std::uint32_t v = threadIdx.x == 0 ? ld_relaxed32(flags + (b + 1) % grid) : 0;
+    const std::uint32_t v = threadIdx.x == 0 ? hipgn::kernels::load_relaxed(flags + (b + 1) % grid) : 0;
     if (threadIdx.x == 0 && v != std::uint32_t(k + 1) && v != std::uint32_t(k + 2)) atomicAdd(errors, 1u);
   }
 }

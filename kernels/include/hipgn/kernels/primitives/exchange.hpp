@@ -8,7 +8,9 @@
 
 namespace hipgn::kernels {
 
-// A device-scope acquire load of an arrival word: what both exchanges below wait on.
+// Device-scope accesses of an arrival word: the acquire load both exchanges below wait on, and
+// the relaxed load and the release and relaxed stores the barrier's generation and reset take
+// (bench/grid_sync_probe.cu times variants of the barrier with the same four).
 __device__ __forceinline__ std::uint32_t load_acquire(std::uint32_t* word) {
 #if defined(HIPGN_PLATFORM_AMD)
   return __hip_atomic_load(word, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
@@ -16,6 +18,29 @@ __device__ __forceinline__ std::uint32_t load_acquire(std::uint32_t* word) {
   std::uint32_t v;
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(word) : "memory");
   return v;
+#endif
+}
+__device__ __forceinline__ std::uint32_t load_relaxed(std::uint32_t* word) {
+#if defined(HIPGN_PLATFORM_AMD)
+  return __hip_atomic_load(word, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+#else
+  std::uint32_t v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(word) : "memory");
+  return v;
+#endif
+}
+__device__ __forceinline__ void store_release(std::uint32_t* word, std::uint32_t v) {
+#if defined(HIPGN_PLATFORM_AMD)
+  __hip_atomic_store(word, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
+#else
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(word), "r"(v) : "memory");
+#endif
+}
+__device__ __forceinline__ void store_relaxed(std::uint32_t* word, std::uint32_t v) {
+#if defined(HIPGN_PLATFORM_AMD)
+  __hip_atomic_store(word, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+#else
+  asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(word), "r"(v) : "memory");
 #endif
 }
 
@@ -35,11 +60,7 @@ __device__ __forceinline__ std::uint32_t arrive(std::uint32_t* counter) {
 // to zero, so that counters zeroed once stay zero (Params::counters_zeroed).
 __device__ __forceinline__ bool last_arrival(std::uint32_t* counter, std::uint32_t ticket, std::uint32_t expected) {
   if (ticket + 1 != expected) return false;
-#if defined(HIPGN_PLATFORM_AMD)
-  __hip_atomic_store(counter, 0u, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
-#else
-  asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(counter), "r"(0u) : "memory");
-#endif
+  store_relaxed(counter, 0u);
   return true;
 }
 
@@ -63,22 +84,15 @@ __device__ __forceinline__ bool last_arrival(std::uint32_t* counter, std::uint32
 // do not queue in front of arrivals at the one L2 slice that holds the counter (512 workgroups
 // polling the counter itself spent ~45 us a barrier, bench/NOTES.md).
 __device__ __forceinline__ void arrive_and_wait(std::uint32_t* counter, std::uint32_t* gen, std::uint32_t expected) {
-#if defined(HIPGN_PLATFORM_AMD)
-  const std::uint32_t g = __hip_atomic_load(gen, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+  const std::uint32_t g = load_relaxed(gen);
   // the release half of the arrival orders the load above before it
   if (last_arrival(counter, arrive(counter), expected)) {
-    __hip_atomic_store(gen, g + 1, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
+    store_release(gen, g + 1);
     return;
   }
+#if defined(HIPGN_PLATFORM_AMD)
   while (load_acquire(gen) == g) __builtin_amdgcn_s_sleep(2);
 #else
-  std::uint32_t g;
-  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(g) : "l"(gen) : "memory");
-  // the release half of the arrival orders the load above before it
-  if (last_arrival(counter, arrive(counter), expected)) {
-    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(gen), "r"(g + 1) : "memory");
-    return;
-  }
   // the backoff stops doubling at 64 ns: against 512, 0.12-0.26 us less a barrier with 132 or
   // 264 workgroups and no other traffic (bench/grid_sync_probe.sh, H100), the polls a few more
   // L2 reads of the line that holds `gen` alone
