@@ -486,20 +486,23 @@ TEST(Heuristics, OddSpatialChannelsFirstBackwardKeepsWideVectors) {
   }
 }
 
-// The channels-first backward: onchip below 32 KB of x a compute unit where it holds the group
-// (SD 8x8 C=1280, 0.3 MB), split from there whether it holds it (ResNet 7x7 C=2048 at N=32, 6.4
-// MB: the first pass sums the 49-element rows in teams of 8 lanes) or not (ResNet 56x56 C=256 at
-// N=32, 51 MB, 1024 groups: not looped).
+// The channels-first backward: onchip below 32 KB of x a compute unit where it holds a group of
+// up to 2304 elements (detection 13x21 C=256, 0.3 MB), split past that (SD 8x8 C=1280, 0.3 MB,
+// groups of 2560) and from 32 KB a compute unit whether it holds the group (ResNet 7x7 C=2048 at
+// N=32, 6.4 MB: the first pass sums the 49-element rows in teams of 8 lanes) or not (ResNet
+// 56x56 C=256 at N=32, 51 MB, 1024 groups: not looped).
 TEST(Heuristics, ChannelsFirstBackwardSplitsFromMidSizes) {
-  const Shape small{2, 1280, {8, 8}, 32}, resnet7{32, 2048, {7, 7}, 32}, resnet56{32, 256, {56, 56}, 32};
+  const Shape small{2, 256, {13, 21}, 32}, sd8{2, 1280, {8, 8}, 32}, resnet7{32, 2048, {7, 7}, 32},
+      resnet56{32, 256, {56, 56}, 32};
   if (!reaches(Family::onchip, small, Layout::channels_first, Op::bwd) ||
+      !reaches(Family::split, sd8, Layout::channels_first, Op::bwd) ||
       !reaches(Family::split, resnet7, Layout::channels_first, Op::bwd) ||
       !reaches(Family::split, resnet56, Layout::channels_first, Op::bwd))
     GTEST_SKIP() << "no onchip or split channels-first backward of these shapes in this build";
   const Instance* a = choose(small, Layout::channels_first, DataType::f16, Op::bwd);
   ASSERT_NE(a, nullptr);
   EXPECT_EQ(a->spec().family, Family::onchip) << a->name();
-  for (const Shape& s : {resnet7, resnet56}) {
+  for (const Shape& s : {sd8, resnet7, resnet56}) {
     const Instance* b = choose(s, Layout::channels_first, DataType::f16, Op::bwd);
     ASSERT_NE(b, nullptr);
     EXPECT_EQ(b->spec().family, Family::split) << b->name();

@@ -38,6 +38,8 @@ constexpr double kSplitClBwdBytesPerCu = 8 << 10;
 // From this many bytes of x a compute unit, the channels-first backward splits every group
 // (below).
 constexpr double kSplitCfBwdBytesPerCu = 32 << 10;
+// Below that, the channels-first backward splits groups of more than this many elements (below).
+constexpr std::int64_t kSplitCfBwdGroupElements = 2304;
 
 // Measured on an H100 SXM (sm_90, 132 SMs); the targets that have no measurements of their own
 // read these too, as codegen/vocabulary.py declares (Target.rules).
@@ -225,11 +227,19 @@ RuleTables sm_90() {
       // workgroup. Measured on an H100, fp16 SiLU, L2-cold, every instance (bench/NOTES.md,
       // "Rows in teams"): r50_7x2048_n32 (6.4 MB, 1024 groups of 3136) split 27.7 us against
       // onchip 39.3; r50_56x256_n32 (51 MB, 1024 groups of 25088) split 104.4 against looped
-      // 114.7; below 1 MB onchip's one launch wins (sd15_8x1280 7.6 against 8.9,
-      // det_13x21x256 8.2 against 10.7); no suite shape lies between.
+      // 114.7; no suite shape lies between.
       Rule{Family::split, kAny, 0, "channels-first from 32 KB a compute unit: rows summed in teams or pieces",
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsFirst}
           .bytes_per_cu(kSplitCfBwdBytesPerCu, kAny),
+      // Below it, fewer groups than compute units: onchip's one launch wins on the smaller groups
+      // and split's teams on the larger, where onchip adds more channels' rows a wavefront at a
+      // time. Measured on an H100, fp16 / bf16 SiLU, L2-cold, every instance (bench/NOTES.md,
+      // "Three measurements on the stream kernels' fixed costs"): sd15_8x1280 (64 groups of
+      // 2560, 40 rows of 64) split 6.8 / 7.0 us against onchip 7.6 / 7.7; det_13x21x256 (64 of
+      // 2184, 8 rows of 273) onchip 8.0 / 7.7 against split 9.2 / 8.7; det_7x11x256 (616)
+      // onchip 6.2 / 6.0 against 7.5 / 7.4. The threshold lies between the two groups measured.
+      Rule{Family::split, 1.0, kSplitCfBwdGroupElements + 1, "channels-first, few groups larger than onchip wins on: rows summed in teams",
+           std::numeric_limits<std::int64_t>::max(), Rule::kChannelsFirst},
       {Family::onchip, kAny, 0, "the group fits on chip: x and dy read once"},
       {Family::looped, kAny, 0, "the group loops: x and dy read twice"},
   };
