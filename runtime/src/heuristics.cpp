@@ -238,7 +238,7 @@ RuleTables sm_90() {
       // 2560, 40 rows of 64) split 6.8 / 7.0 us against onchip 7.6 / 7.7; det_13x21x256 (64 of
       // 2184, 8 rows of 273) onchip 8.0 / 7.7 against split 9.2 / 8.7; det_7x11x256 (616)
       // onchip 6.2 / 6.0 against 7.5 / 7.4. The threshold lies between the two groups measured.
-      Rule{Family::split, 1.0, kSplitCfBwdGroupElements + 1, "channels-first, few groups larger than onchip wins on: rows summed in teams",
+      Rule{Family::split, 1.0, kSplitCfBwdGroupElements + 1, "channels-first, few large groups: rows summed in teams",
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsFirst},
       {Family::onchip, kAny, 0, "the group fits on chip: x and dy read once"},
       {Family::looped, kAny, 0, "the group loops: x and dy read twice"},
