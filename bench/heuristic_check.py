@@ -44,6 +44,9 @@ def main():
     ap.add_argument("--misses", type=int, default=20, help="list at most this many misses, worst first")
     ap.add_argument("--min-within", type=float, help="fail below this share of rows within the tolerance")
     ap.add_argument("--manifest", help="the build's manifest.json: skip (77) unless it is the default preset, unfiltered")
+    ap.add_argument("--stale", action="store_true",
+                    help="list every row (with or without every instance timed) whose recorded instance is not "
+                         "the one the library chooses now: rows to re-time")
     args = ap.parse_args()
     if args.manifest:
         with open(args.manifest, encoding="utf-8") as f:
@@ -85,6 +88,16 @@ def main():
         print(f"  {ratio:.3f}x  {line}")
     for line in untimed[:args.misses]:
         print(f"  untimed  {line}")
+    # Every row, timed with every instance or not: one whose dispatched instance has changed since
+    # shows a time the library no longer gives (bench/NOTES.md, "Where the sixth session of
+    # 2026-11-26 ended": ten channels-last backwards were so).
+    stale = [r for r in doc["rows"] if handle.choose(problem_of(r)) != r.get("hipgn_name")]
+    print(f"{len(stale)} of {len(doc['rows'])} rows were timed on an instance the library no longer chooses"
+          f"{': re-time them (--stale lists them)' if stale and not args.stale else ''}")
+    if args.stale:
+        for r in stale:
+            print(f"  stale  {r['name']} {r['dtype']} {r['layout']} {r['op']}: timed {r.get('hipgn_name')}, "
+                  f"now {handle.choose(problem_of(r))}")
     if args.min_within is not None and hits < args.min_within * len(rows):
         print(f"FAILED: below {100 * args.min_within:.0f}% of the rows")
         return 1
