@@ -106,6 +106,17 @@ struct Affine {
   }
 };
 
+// Element i of a vector whose first element is of channel `channel`, given `a0`, that
+// channel's parameters: channels-first, the vector's one channel (read once a vector: per
+// element, the kernels' code repeated the two loads V times; bench/NOTES.md, "Loads in flight
+// in the split backward"); channels-last, channel + i.
+template <typename Traits>
+__device__ __forceinline__ Affine<Traits> element_affine(const Params& p, const Affine<Traits>& a0,
+                                                         std::int64_t channel, int i) {
+  if constexpr (Traits::kLayout == Layout::channels_first) return a0;
+  else return Affine<Traits>(p, channel + i);
+}
+
 // xhat in x, dy' in dy, for one element of channel a.
 template <typename Traits>
 __device__ __forceinline__ void backward_terms(const Params& p, const Affine<Traits>& a, float mean, float rstd,
@@ -236,7 +247,6 @@ template <typename Traits>
 __device__ __forceinline__ void write_dx(const Params& p, const GroupView<Traits>& view, std::int64_t first,
                                          std::int64_t end, float mean, float rstd, float a_mean, float b_mean) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize;
-  constexpr bool kChannelsFirst = Traits::kLayout == Layout::channels_first;
   using X = typename Traits::XType;
   const auto* xs = static_cast<const X*>(p.x);
   const auto* dys = static_cast<const X*>(p.dy);
@@ -246,9 +256,10 @@ __device__ __forceinline__ void write_dx(const Params& p, const GroupView<Traits
     float x[V], dy[V], dx[V];
     load_vec<V>(xs + offset, x);
     load_vec<V>(dys + offset, dy);
+    const Affine<Traits> a0(p, channel);
 #pragma unroll
     for (int i = 0; i < V; ++i) {
-      const Affine<Traits> a(p, kChannelsFirst ? channel : channel + i);
+      const Affine<Traits> a = element_affine<Traits>(p, a0, channel, i);
       backward_terms<Traits>(p, a, mean, rstd, x[i], dy[i]);
       dx[i] = rstd * (a.gamma * dy[i] - a_mean - x[i] * b_mean);
     }
