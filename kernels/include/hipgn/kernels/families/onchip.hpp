@@ -21,6 +21,11 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_kernel(Params p
   // Only the values stay in registers; offsets are recomputed for the store (a multiply-high
   // each), which keeps the 1024-thread configurations within 64 registers.
   float v[E][V];
+  // Channels-first with a few vectors a thread: each vector's gamma and beta (its one channel)
+  // loaded beside x, so that their latency is not on the chain after the two reductions
+  // (bench/NOTES.md, "Small forwards against torch.compile's kernels").
+  constexpr bool kEarlyAffine = Traits::kLayout == Layout::channels_first && E <= 4;
+  float early_gamma[kEarlyAffine ? E : 1], early_beta[kEarlyAffine ? E : 1];
   float sum = 0.f;
 #pragma unroll
   for (int e = 0; e < E; ++e) {
@@ -29,6 +34,10 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_kernel(Params p
       std::int64_t offset, channel;
       view.locate(p, q, offset, channel);
       load_vec<V>(x + offset, v[e]);
+      if constexpr (kEarlyAffine) {
+        const Affine<Traits> a(p, channel);
+        early_gamma[e] = a.gamma, early_beta[e] = a.beta;
+      }
 #pragma unroll
       for (int i = 0; i < V; ++i) sum += v[e][i];
     }
@@ -51,7 +60,16 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_kernel(Params p
     if (q < p.vectors) {
       std::int64_t offset, channel;
       view.locate(p, q, offset, channel);
-      normalize_store<Traits>(p, v[e], offset, channel, mean, rstd);
+      if constexpr (kEarlyAffine) {  // normalize_store's arithmetic, on the early gamma and beta
+        const float scale = early_gamma[e] * rstd;
+        float out[V];
+#pragma unroll
+        for (int i = 0; i < V; ++i)
+          out[i] = activate<Traits::kActivation>((v[e][i] - mean) * scale + early_beta[e], p.swish_beta);
+        store_vec<V>(static_cast<typename Traits::XType*>(p.y) + offset, out);
+      } else {
+        normalize_store<Traits>(p, v[e], offset, channel, mean, rstd);
+      }
     }
   }
 }
