@@ -23,7 +23,8 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_kernel(Params p
   float v[E][V];
   // Channels-first with a few vectors a thread: each vector's gamma and beta (its one channel)
   // loaded beside x, so that their latency is not on the chain after the two reductions
-  // (bench/NOTES.md, "Small forwards against torch.compile's kernels").
+  // (bench/NOTES.md, "Small forwards against torch.compile's kernels"). Two registers a vector:
+  // up to four (the 1024-thread configurations hold 16 vectors within 64 registers).
   constexpr bool kEarlyAffine = Traits::kLayout == Layout::channels_first && E <= 4;
   float early_gamma[kEarlyAffine ? E : 1], early_beta[kEarlyAffine ? E : 1];
   float sum = 0.f;
