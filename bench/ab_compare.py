@@ -24,8 +24,12 @@ def main():
     ratios = []
     print(f"{'problem':44} {'copy':>6} {'A':>7} {'B':>7} {'A/B':>5}  {'A best':>7} {'B best':>7}  A's instance; "
           f"{args.family} instances A/B us")
+    failed = []
     for key in sorted(a.keys() & b.keys()):
         ra, rb = a[key], b[key]
+        if "hipgn" not in ra or "hipgn" not in rb:  # bench.py records a run that failed with its error
+            failed.append(f"{' '.join(key)}: {ra.get('error') or rb.get('error') or 'no time'}")
+            continue
         ratios.append(ra["hipgn"] / rb["hipgn"])
         fam = []
         ia, ib = dict(ra.get("instances", [])), dict(rb.get("instances", []))
@@ -35,6 +39,8 @@ def main():
         print(f"{' '.join(key):44} {ra['copy']:6.1f} {ra['hipgn']:7.1f} {rb['hipgn']:7.1f} {ra['hipgn'] / rb['hipgn']:5.2f}  "
               f"{ra.get('hipgn_best', math.nan):7.1f} {rb.get('hipgn_best', math.nan):7.1f}  "
               f"{ra['hipgn_name'].split('_', 6)[-1]}; {', '.join(fam)}")
+    for line in failed:
+        print(f"not compared (a side did not run): {line}")
     if ratios:
         print(f"A/B geomean of hipgn's time over {len(ratios)} problems: "
               f"{math.exp(sum(map(math.log, ratios)) / len(ratios)):.3f}")

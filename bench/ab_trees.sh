@@ -7,7 +7,9 @@
 # Both build with PRESET (default `minimal`: a minute where the default preset takes two each,
 # and it has the generic and one instance a family) and AB_CMAKE_ARGS (say, `-DHIPGN_OPS=fwd
 # -DHIPGN_LAYOUTS=cf -DHIPGN_DTYPES=f16` with PRESET=default: every configuration of a few
-# buckets), in parallel; A's instance tests of
+# buckets; a backward's rows need the forward built too, for its statistics: -DHIPGN_OPS="fwd;bwd";
+# and on a warm machine the build folders keep their CMake cache, so an option left out keeps
+# the last call's value: name every option you narrow), in parallel; A's instance tests of
 # TEST_FILTER run; then bench.py with BENCH_ARGS, B then A, ROUNDS times (run-to-run spread
 # shows between rounds), each round's comparison printed by bench/ab_compare.py. Logs under $OUT.
 set -uo pipefail
