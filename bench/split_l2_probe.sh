@@ -3,6 +3,9 @@
 # Nsight Compute in application replay with the caches left alone (each pass a fresh run, so the
 # dx kernel sees the L2 that the sums kernel left), for PROBES ("instance:n:c:spatial:g:dtype:
 # layout"): each kernel's duration, DRAM bytes read and written, L2 hit rate and issue activity.
+# Builds the profiler in $BUILD with PRESET (default `default`) and PROBE_CMAKE_ARGS (say,
+# -DHIPGN_OPS=bwd -DHIPGN_LAYOUTS=cf -DHIPGN_DTYPES=f16); KREGEX picks the kernels (default
+# split|fold; any multi-kernel instance's names work). Logs under $OUT.
 set -uo pipefail
 OUT=${OUT:-/tmp/hipgn-out}
 BUILD=${BUILD:-/tmp/build-probe}
