@@ -108,8 +108,8 @@ struct StreamGeometry {
 #pragma unroll
     for (int j = 0; j < E; ++j)
       if (cols[j] >= 0) {
-        store_vec<V>(red + lane * c + cols[j] * V, s1[j]);
-        store_vec<V>(red + (lanes + lane) * c + cols[j] * V, s2[j]);
+        store_floats<V>(red + lane * c + cols[j] * V, s1[j]);
+        store_floats<V>(red + (lanes + lane) * c + cols[j] * V, s2[j]);
       }
   }
   // ... and, after a barrier, channel ch's two sums over the lanes, in lane order
@@ -214,7 +214,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     if (lane == 0)
 #pragma unroll
       for (int j = 0; j < E; ++j)
-        if (cols[j] >= 0) store_vec<V>(shift_k + cols[j] * V, k[j]);
+        if (cols[j] >= 0) store_floats<V>(shift_k + cols[j] * V, k[j]);
     __syncthreads();
     // the item's per-channel mean and M2 (over its rows), in place of lane 0's sums
     const float inv_rows = 1.f / float(rows);

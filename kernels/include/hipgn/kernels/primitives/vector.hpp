@@ -17,6 +17,35 @@ struct alignas(sizeof(T) * N) Vec {
   T v[N];
 };
 
+// A vector of a tensor in global memory stored as one access of its size (16, 8 or 4 bytes).
+// On NVIDIA through PTX's vector store: nvcc's own code for the element array, and for a uint4
+// built from it, came out as 2- and 4-byte stores (seven for a 16-byte fp16 vector in the split
+// backward's dx writer; bench/NOTES.md, "Stores in pieces").
+template <typename T, int N>
+__device__ __forceinline__ void store_global(T* p, const Vec<T, N>& r) {
+  constexpr std::size_t kBytes = sizeof(Vec<T, N>);
+#if defined(__CUDA_ARCH__)
+  if constexpr (kBytes == 16) {
+    uint4 w;
+    __builtin_memcpy(&w, &r, 16);
+    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w.x), "r"(w.y), "r"(w.z), "r"(w.w)
+                 : "memory");
+    return;
+  } else if constexpr (kBytes == 8) {
+    uint2 w;
+    __builtin_memcpy(&w, &r, 8);
+    asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(p), "r"(w.x), "r"(w.y) : "memory");
+    return;
+  } else if constexpr (kBytes == 4) {
+    unsigned w;
+    __builtin_memcpy(&w, &r, 4);
+    asm volatile("st.global.b32 [%0], %1;" ::"l"(p), "r"(w) : "memory");
+    return;
+  }
+#endif
+  *reinterpret_cast<Vec<T, N>*>(p) = r;
+}
+
 template <int N, typename T>
 __device__ __forceinline__ void load_vec(const T* p, float (&out)[N]) {
   const Vec<T, N> r = *reinterpret_cast<const Vec<T, N>*>(p);
@@ -24,13 +53,6 @@ __device__ __forceinline__ void load_vec(const T* p, float (&out)[N]) {
   for (int i = 0; i < N; ++i) out[i] = to_float(r.v[i]);
 }
 
-template <int N, typename T>
-__device__ __forceinline__ void store_vec(T* p, const float (&in)[N]) {
-  Vec<T, N> r;
-#pragma unroll
-  for (int i = 0; i < N; ++i) r.v[i] = from_float<T>(in[i]);
-  *reinterpret_cast<Vec<T, N>*>(p) = r;
-}
 
 // Vectors widened to fp32 and narrowed back, two elements a conversion instruction where the
 // target has one.
@@ -71,6 +93,21 @@ __device__ __forceinline__ Vec<T, N> narrow(const float (&in)[N]) {
     for (int i = 0; i < N; ++i) r.v[i] = from_float<T>(in[i]);
   }
   return r;
+}
+
+// N elements of a tensor in global memory, narrowed from fp32, in one store (store_global).
+template <int N, typename T>
+__device__ __forceinline__ void store_vec(T* p, const float (&in)[N]) {
+  store_global(p, narrow<T, N>(in));
+}
+
+// N floats to shared memory in one access where N * 4 is an access's size.
+template <int N>
+__device__ __forceinline__ void store_floats(float* p, const float (&in)[N]) {
+  Vec<float, N> r;
+#pragma unroll
+  for (int i = 0; i < N; ++i) r.v[i] = in[i];
+  *reinterpret_cast<Vec<float, N>*>(p) = r;
 }
 
 // A contiguous run of `length` elements starting at element `first` of a tensor whose element 0
