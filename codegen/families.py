@@ -19,6 +19,11 @@ from .vocabulary import FAMILIES, LAYOUTS, OPS
 # (families/onchip.hpp asserts the same constant, kBwdStagedSlots).
 BWD_STAGED_SLOTS = 4096
 
+# The channels-first forward of a family that peels it (peels_forward) takes the peeled path with
+# 16-byte vectors only: the 1024-thread, 4-byte-vector onchip instance spilled 48 bytes with it
+# (64 registers a thread), and a 16-byte vector serves every spatial size the narrow ones did.
+PEELED_FORWARD_VECTOR_BYTES = 16
+
 
 @dataclasses.dataclass(frozen=True)
 class FamilyDescriptor:
@@ -46,12 +51,16 @@ class FamilyDescriptor:
     # adding them up (families/grid.hpp: gamma_beta_by_arrival): a count a group of a sample in
     # the launch's counters (Instance::counter_bytes), else a kernel of their own follows
     gamma_beta_arrivals: bool = False
+    # its channels-first forward also peels runs the vector does not divide or align (a scalar
+    # head and tail around 16-byte vectors: Params::span), as every grid family's backward does
+    peels_forward: bool = False
 
 
 DESCRIPTORS = {d.name: d for d in (
     FamilyDescriptor("onchip", OPS.names, holds_group=True, splits_group=False, persistent=False,
                      generic_vector=None, chunk_order=-1,
-                     why="the tightest fit leaves the fewest threads idle", gamma_beta_arrivals=True),
+                     why="the tightest fit leaves the fewest threads idle", gamma_beta_arrivals=True,
+                     peels_forward=True),
     FamilyDescriptor("looped", OPS.names, holds_group=False, splits_group=False, persistent=False,
                      generic_vector=1, chunk_order=+1,
                      why="more loads in flight per workgroup hide more latency", uneven_groups=True,

@@ -93,6 +93,7 @@ def render_vocabulary() -> dict[str, str]:
                    prefix=v.NAME_PREFIX, fields=v.NAME_FIELDS, key_fields=v.KEY_FIELDS,
                    default_targets={p: v.default_targets(p) for p in v.PLATFORMS},
                    families=list(families.DESCRIPTORS.values()), bwd_staged_slots=families.BWD_STAGED_SLOTS,
+                   peeled_forward_vector_bytes=families.PEELED_FORWARD_VECTOR_BYTES,
                    targets=v.TARGETS)
     env = _env()
     env.filters["op_bit"] = lambda op: f"(1u << int({v.OPS.qualified(op)}))"

@@ -141,7 +141,7 @@ TEST(Validation, NamedInstanceErrors) {
 TEST(Validation, NoSupportingInstanceSaysBuiltAndWhy) {
   Registry reg;
   const LaunchFn never = [](const Params&, hipStream_t) { return hipErrorInvalidValue; };
-  for (const char* name : {"gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4", "gn_fwd_f16_f16_cf_swish_looped_b256_v4_e4",
+  for (const char* name : {"gn_fwd_f16_f16_cf_swish_split_b256_v8_e4", "gn_fwd_f16_f16_cf_swish_looped_b256_v4_e4",
                            "gn_fwd_f16_f16_cf_swish_looped_b256_v8_e4"})
     reg.add(*InstanceSpec::parse(name), name, never);
   Dispatcher h(DeviceInfo{}, &reg);
@@ -151,7 +151,7 @@ TEST(Validation, NoSupportingInstanceSaysBuiltAndWhy) {
   EXPECT_EQ(h.choose(p, nullptr, &s), nullptr);
   EXPECT_EQ(s.code, StatusCode::not_supported) << s.message;
   for (const char* phrase : {"this build has 3 instances for fwd_f16_f16_cf_swish but none supports",
-                             "onchip: spatial size 49 is not a multiple of the vector 8",
+                             "split: spatial size 49 is not a multiple of the vector 8",
                              "looped: spatial size 49 is not a multiple of the vector 4; spatial size 49 is not a "
                              "multiple of the vector 8"})
     EXPECT_NE(s.message.find(phrase), std::string::npos) << phrase << " in: " << s.message;
@@ -169,13 +169,33 @@ TEST(Validation, NoSupportingInstanceSaysBuiltAndWhy) {
 TEST(Validation, NoSupportingInstanceGroupsSharedReasons) {
   Registry reg;
   const LaunchFn never = [](const Params&, hipStream_t) { return hipErrorInvalidValue; };
-  for (const char* name : {"gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4", "gn_fwd_f16_f16_cf_swish_looped_b256_v8_e4"})
+  for (const char* name : {"gn_fwd_f16_f16_cf_swish_split_b256_v8_e4", "gn_fwd_f16_f16_cf_swish_looped_b256_v8_e4"})
     reg.add(*InstanceSpec::parse(name), name, never);
   Problem p = good();
   p.spatial = {7, 7};
   const Status s = no_instance_status(reg, p);
-  EXPECT_NE(s.message.find(": onchip, looped: spatial size 49 is not a multiple of the vector 8"), std::string::npos)
+  EXPECT_NE(s.message.find(": split, looped: spatial size 49 is not a multiple of the vector 8"), std::string::npos)
       << s.message;
+}
+
+// The onchip forward peels a channels-first run the vector does not divide (fwd_onchip_span):
+// it takes a spatial size of 49 with 16-byte vectors, and says why it refuses one below the
+// vector (a vector would cross two channels' ends) and narrower vectors.
+TEST(Validation, OnchipForwardPeelsWithSixteenByteVectors) {
+  Registry reg;
+  const LaunchFn never = [](const Params&, hipStream_t) { return hipErrorInvalidValue; };
+  const char* v8 = "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4";
+  const char* v2 = "gn_fwd_f16_f16_cf_swish_onchip_b256_v2_e8";
+  for (const char* name : {v8, v2}) reg.add(*InstanceSpec::parse(name), name, never);
+  Problem p = good();
+  p.spatial = {7, 7};
+  std::string why;
+  EXPECT_TRUE(reg.find(v8)->supports(p, nullptr, &why)) << why;
+  EXPECT_FALSE(reg.find(v2)->supports(p, nullptr, &why));
+  EXPECT_NE(why.find("a peeled forward takes 16-byte vectors only"), std::string::npos) << why;
+  p.spatial = {5};
+  EXPECT_FALSE(reg.find(v8)->supports(p, nullptr, &why));
+  EXPECT_NE(why.find("spatial size 5 is below the vector 8"), std::string::npos) << why;
 }
 
 // N*G past 2^31-1 is valid. Either an instance of this build runs it, or the message says the

@@ -52,22 +52,24 @@ std::size_t stream_pairs(const Problem& p) {
 int phase_of(const Problem& p, const Tensors& t, std::int64_t vector) {
   return t.x ? int((address(t.x) / size_of(p.x_dtype)) % std::uintptr_t(vector)) : 0;
 }
-// Whether the channels-first backward of a grid family (onchip, looped, split) reads its runs
-// peeled (Params::span): the spatial size is not a multiple of the vector, or x is off a
-// 16-byte boundary.
-bool spans(const Problem& p, const Tensors* t, std::int64_t vector) {
-  return p.layout == Layout::channels_first && describe(p.op).backward && vector > 1 &&
+// Whether a grid family (onchip, looped, split) reads a channels-first op's runs peeled
+// (Params::span): the backward's, and the forward's of a family that peels it
+// (FamilyDescriptor::peels_forward), where the spatial size is not a multiple of the vector or
+// x is off a 16-byte boundary.
+bool spans(const Problem& p, const Tensors* t, std::int64_t vector, const FamilyDescriptor& family) {
+  return p.layout == Layout::channels_first && (describe(p.op).backward || family.peels_forward) && vector > 1 &&
          (p.spatial_size() % vector != 0 || (t && phase_of(p, *t, vector) != 0));
 }
-// Why a peeled backward cannot read the op's tensors, or empty when it can: x, dy and dx share
-// one phase (a vector of each lies at the same element offsets) and each is element-aligned.
+// Why a peeled op cannot read its tensors, or empty when it can: x, y, dy and dx (those the op
+// has) share one phase (a vector of each lies at the same element offsets) and each is
+// element-aligned.
 std::string unpeelable(const Problem& p, const Tensors* t, std::int64_t vector) {
   const std::size_t elem = size_of(p.x_dtype), align = std::size_t(vector) * elem;
   if (!t || !t->x) return {};
-  for (const void* q : {t->x, t->dy, static_cast<const void*>(t->dx)}) {
-    if (q && address(q) % elem != 0) return "x, dy or dx is not aligned to its element size";
+  for (const void* q : {t->x, static_cast<const void*>(t->y), t->dy, static_cast<const void*>(t->dx)}) {
+    if (q && address(q) % elem != 0) return "x, y, dy or dx is not aligned to its element size";
     if (q && address(q) % align != address(t->x) % align)
-      return "x, dy and dx differ in alignment modulo " + std::to_string(align) + " bytes";
+      return "x, y, dy and dx differ in alignment modulo " + std::to_string(align) + " bytes";
   }
   return {};
 }
@@ -188,11 +190,19 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
   if (family.streams) return supports_stream(p, t, no, compute_units);
   if (p.num_groups() > INT_MAX) return no("N*G exceeds the grid's 2^31-1 workgroups");
   const int v = spec_.vector;
-  if (spans(p, t, v)) {
+  if (spans(p, t, v, family)) {
     // any spatial size and 16-byte phase, the runs peeled (families/grid.hpp); the onchip
-    // family stages its per-channel sums one slot per element
+    // backward stages its per-channel sums one slot per element, and the onchip forward lets
+    // a vector cross one channel's end at most (fwd_onchip_span)
     if (std::string m = unpeelable(p, t, v); !m.empty()) return no(std::move(m));
-    const std::int64_t held = std::min<std::int64_t>(spec_.chunk_elements(), kBwdStagedSlots);
+    const bool backward = describe(p.op).backward;
+    if (!backward && v * std::int64_t(size_of(p.x_dtype)) != kPeeledForwardVectorBytes)
+      return no("a peeled forward takes " + std::to_string(kPeeledForwardVectorBytes) + "-byte vectors only");
+    if (!backward && p.spatial_size() < v)
+      return no("spatial size " + std::to_string(p.spatial_size()) + " is below the vector " + std::to_string(v) +
+                " (a peeled forward's vector crosses one channel's end at most)");
+    const std::int64_t held = backward ? std::min<std::int64_t>(spec_.chunk_elements(), kBwdStagedSlots)
+                                       : spec_.chunk_elements();
     if (family.holds_group && p.group_elements() > held)
       return no("the group's " + std::to_string(p.group_elements()) + " elements exceed the " + std::to_string(held) +
                 " a peeled group holds on chip");
@@ -403,7 +413,9 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
   k.spatial_size = hw;
   k.spatial = FastDivmod::make(std::uint64_t(hw));
   k.phase = phase_of(p, t, spec_.vector);
-  k.span = describe(spec_.family).persistent || describe(spec_.family).streams ? 0 : spans(p, &t, spec_.vector);
+  k.span = describe(spec_.family).persistent || describe(spec_.family).streams
+               ? 0
+               : spans(p, &t, spec_.vector, describe(spec_.family));
   k.num_groups = static_cast<std::int32_t>(p.num_groups());
   k.slices = describe(spec_.family).splits_group ? slices(p) : 1;
   k.split_rows = split_rows(p, compute_units);

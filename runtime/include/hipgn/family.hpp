@@ -22,6 +22,7 @@ struct FamilyDescriptor {
   bool streams;               // two passes over x in one cooperative launch (Instance::stream_shape)
   bool uneven_groups;         // runs opt-in uneven groups (Problem::uneven_groups)
   bool gamma_beta_arrivals;   // backward: dgamma/dbeta by the last of a group's samples (Instance::counter_bytes)
+  bool peels_forward;         // channels-first forward: peels runs as the backward does (Params::span)
 };
 
 const FamilyDescriptor& describe(Family);

@@ -10,6 +10,84 @@
 
 namespace hipgn::kernels {
 
+// Family onchip, channels-first span mode (Params::span: a spatial size the vector does not
+// divide, or x and y off a 16-byte boundary): the group's contiguous run peeled, its body
+// vectors held kPerThread a thread and its head and tail an element a thread. A body vector may
+// cross one channel row's end (the spatial size is at least the vector: Instance::supports):
+// its elements from `cut` on take the next channel's gamma and beta. With a few vectors a
+// thread both channels' are loaded beside x, as the aligned path does.
+template <typename Traits>
+__device__ __forceinline__ void fwd_onchip_span(const Params& p, const GroupView<Traits>& view, std::int64_t group) {
+  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
+  constexpr bool kEarly = E <= 4;
+  using X = typename Traits::XType;
+  const X* x = static_cast<const X*>(p.x);
+  X* y = static_cast<X*>(p.y);
+  const int t = threadIdx.x, hw = int(p.spatial_size);
+  const Peel<V> run(p.phase, view.base, p.group_elements);
+  const int head = int(run.head), body = int(run.body), edges = int(run.head + run.tail);
+  // vector q's channel row r (of the group) and the element where row r + 1 begins in it
+  struct Rows {
+    float g0, b0, g1, b1;
+    int cut;
+  };
+  auto rows_of = [&](int q) {
+    const int rel = head + q * V, r = int(p.spatial.div31(std::uint32_t(rel))), cut = (r + 1) * hw - rel;
+    const Affine<Traits> a0(p, view.channel0 + r);
+    const Affine<Traits> a1 = cut < V ? Affine<Traits>(p, view.channel0 + r + 1) : a0;
+    return Rows{a0.gamma, a0.beta, a1.gamma, a1.beta, cut};
+  };
+  float v[E][V];
+  Rows early[kEarly ? E : 1];
+  float sum = 0.f;
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    const int q = t + e * B;
+    if (q < body) {
+      load_vec<V>(x + view.base + head + std::int64_t(q) * V, v[e]);
+      if constexpr (kEarly) early[e] = rows_of(q);
+#pragma unroll
+      for (int i = 0; i < V; ++i) sum += v[e][i];
+    }
+  }
+  // the head and the tail, an element a thread: element `rel` of the group
+  const int rel = t < head ? t : head + body * V + (t - head);
+  float h = 0.f;
+  if (t < edges) sum += (h = to_float(x[view.base + rel]));
+  const float count = float(p.group_elements);
+  const float mean = block_sum<B>(sum) / count;
+  float sq = t < edges ? (h - mean) * (h - mean) : 0.f;
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    if (t + e * B < body) {
+#pragma unroll
+      for (int i = 0; i < V; ++i) sq += (v[e][i] - mean) * (v[e][i] - mean);
+    }
+  }
+  const float rstd = rsqrtf(block_sum<B>(sq) / count + p.eps);
+  if (t == 0) save_stats(p, group, mean, rstd);
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    const int q = t + e * B;
+    if (q < body) {
+      Rows rw;
+      if constexpr (kEarly) rw = early[e];
+      else rw = rows_of(q);
+      float out[V];
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        const float g = i < rw.cut ? rw.g0 : rw.g1, b = i < rw.cut ? rw.b0 : rw.b1;
+        out[i] = activate<Traits::kActivation>((v[e][i] - mean) * (g * rstd) + b, p.swish_beta);
+      }
+      store_vec<V>(y + view.base + head + std::int64_t(q) * V, out);
+    }
+  }
+  if (t < edges) {
+    const Affine<Traits> a(p, view.channel0 + int(p.spatial.div31(std::uint32_t(rel))));
+    y[view.base + rel] = from_float<X>(activate<Traits::kActivation>((h - mean) * (a.gamma * rstd) + a.beta, p.swish_beta));
+  }
+}
+
 // Family onchip: one workgroup per group, the whole group in registers (kPerThread vectors a
 // thread). x is read once; mean and variance are two exact passes over registers.
 template <typename Traits>
@@ -17,6 +95,12 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_kernel(Params p
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
   const std::int64_t group = blockIdx.x;
   const GroupView<Traits> view(p, group);
+  if constexpr (sizeof(typename Traits::XType) * V == kPeeledForwardVectorBytes) {
+    if (spans<Traits>(p)) {
+      fwd_onchip_span<Traits>(p, view, group);
+      return;
+    }
+  }
   const auto* x = static_cast<const typename Traits::XType*>(p.x);
   // Only the values stay in registers; offsets are recomputed for the store (a multiply-high
   // each), which keeps the 1024-thread configurations within 64 registers.
