@@ -36,7 +36,9 @@ __device__ __forceinline__ void store_global(T* p, const Vec<T, N>& r) {
     __builtin_memcpy(&w, &r, 8);
     asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(p), "r"(w.x), "r"(w.y) : "memory");
     return;
-  } else if constexpr (kBytes == 4) {
+  } else if constexpr (kBytes == 4 && N > 1) {
+    // (one element takes the plain store below, which is whole: through this asm and its
+    // clobber a v1 fp32 looped backward spilled 20 bytes)
     unsigned w;
     __builtin_memcpy(&w, &r, 4);
     asm volatile("st.global.b32 [%0], %1;" ::"l"(p), "r"(w) : "memory");
