@@ -1,7 +1,8 @@
 // What bench/'s standalone CUDA probes share: CHECK, which ends the probe on a CUDA error,
-// naming the call, and the timing of a captured graph.
+// naming the call, the timing of a captured graph, and the sum of a 16-byte fp16 vector.
 #pragma once
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -45,4 +46,16 @@ inline double replay_median_us(cudaStream_t s, int replays, int launches) {
   CHECK(cudaGraphExecDestroy(ge));
   CHECK(cudaGraphDestroy(g));
   return 1000.0 * ms[ms.size() / 2] / launches;
+}
+
+// The eight fp16 elements of a 16-byte vector, added in fp32.
+__device__ __forceinline__ float sum8(uint4 v) {
+  const __half2* h = reinterpret_cast<const __half2*>(&v);
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __half22float2(h[i]);
+    s += f.x + f.y;
+  }
+  return s;
 }

@@ -28,17 +28,6 @@
 
 namespace {
 
-__device__ __forceinline__ float sum8(uint4 v) {
-  const __half2* h = reinterpret_cast<const __half2*>(&v);
-  float s = 0.f;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __half22float2(h[i]);
-    s += f.x + f.y;
-  }
-  return s;
-}
-
 __device__ __forceinline__ void block_out(float s, float* out) {
   __shared__ float part[32];
   for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
@@ -62,39 +51,32 @@ __global__ void write_kernel(uint4* __restrict__ y, long long n) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += stride) y[i] = c;
 }
 
+// The sum of vectors i, i + stride, ... below end, U loads in flight a step.
 template <int U>
-__global__ void read_gs_kernel(const uint4* __restrict__ x, float* out, long long n) {
-  const long long stride = (long long)gridDim.x * blockDim.x;
-  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+__device__ __forceinline__ float sum_strided(const uint4* __restrict__ x, long long i, long long end, long long stride) {
   float s = 0.f;
-  for (; i + (U - 1) * stride < n; i += U * stride) {
+  for (; i + (U - 1) * stride < end; i += U * stride) {
     uint4 v[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) v[u] = x[i + u * stride];
 #pragma unroll
     for (int u = 0; u < U; ++u) s += sum8(v[u]);
   }
-  for (; i < n; i += stride) s += sum8(x[i]);
-  block_out(s, out);
+  for (; i < end; i += stride) s += sum8(x[i]);
+  return s;
+}
+
+template <int U>
+__global__ void read_gs_kernel(const uint4* __restrict__ x, float* out, long long n) {
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  block_out(sum_strided<U>(x, blockIdx.x * (long long)blockDim.x + threadIdx.x, n, stride), out);
 }
 
 template <int U>
 __global__ void read_piece_kernel(const uint4* __restrict__ x, float* out, long long n) {
   const long long per = (n + gridDim.x - 1) / gridDim.x;
-  const long long lo = blockIdx.x * per;
-  const long long hi = lo + per < n ? lo + per : n;
-  const int stride = blockDim.x;
-  long long i = lo + threadIdx.x;
-  float s = 0.f;
-  for (; i + (U - 1) * stride < hi; i += U * stride) {
-    uint4 v[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) v[u] = x[i + u * stride];
-#pragma unroll
-    for (int u = 0; u < U; ++u) s += sum8(v[u]);
-  }
-  for (; i < hi; i += stride) s += sum8(x[i]);
-  block_out(s, out);
+  const long long lo = blockIdx.x * per, hi = lo + per < n ? lo + per : n;
+  block_out(sum_strided<U>(x, lo + threadIdx.x, hi, blockDim.x), out);
 }
 
 }  // namespace

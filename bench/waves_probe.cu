@@ -63,16 +63,6 @@ __device__ __forceinline__ void wait_count(const unsigned* p, unsigned n) {
   while (load_acquire(p) < n) __nanosleep(32);
 }
 
-__device__ __forceinline__ float sum8(uint4 v) {
-  const __half2* h = reinterpret_cast<const __half2*>(&v);
-  float s = 0.f;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __half22float2(h[i]);
-    s += f.x + f.y;
-  }
-  return s;
-}
 __device__ __forceinline__ uint4 scale8(uint4 v, float a) {
   __half2* h = reinterpret_cast<__half2*>(&v);
   const __half2 s = __float2half2_rn(a);
