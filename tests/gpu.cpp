@@ -70,19 +70,20 @@ bool run_and_check(const Problem& p, const RunOptions& o, const Launch& launch, 
   const std::vector<std::uint8_t> &xb = in.x.bytes, &gb = in.gamma.bytes, &bb = in.beta.bytes;
 
   const std::size_t shift = o.misalign_elements * es;
-  DeviceBuffer dx(count * es + shift), dy(count * es + shift), dg(p.c * gs), db(p.c * gs),
+  const std::size_t gshift = o.misalign_affine ? gs : 0;
+  DeviceBuffer dx(count * es + shift), dy(count * es + shift), dg(p.c * gs + gshift), db(p.c * gs + gshift),
       dm(groups * 4), dr(groups * 4);
   dx.upload(xb.data(), xb.size(), shift);
-  dg.upload(gb.data(), gb.size());
-  db.upload(bb.data(), bb.size());
+  dg.upload(gb.data(), gb.size(), gshift);
+  db.upload(bb.data(), bb.size(), gshift);
   dy.poison();
   dm.poison();
   dr.poison();
   Tensors t;
   t.x = static_cast<char*>(dx.get()) + shift;
   t.y = static_cast<char*>(dy.get()) + shift;
-  t.gamma = o.gamma ? dg.get() : nullptr;
-  t.beta = o.beta ? db.get() : nullptr;
+  t.gamma = o.gamma ? static_cast<char*>(dg.get()) + gshift : nullptr;
+  t.beta = o.beta ? static_cast<char*>(db.get()) + gshift : nullptr;
   t.mean = o.save_stats ? static_cast<float*>(dm.get()) : nullptr;
   t.rstd = o.save_stats ? static_cast<float*>(dr.get()) : nullptr;
 
@@ -241,18 +242,19 @@ bool run_and_check_bwd(const Problem& p, const RunOptions& o, const Launch& laun
   const std::vector<std::uint8_t> &xb = in.x.bytes, &dyb = in.dy.bytes, &gb = in.gamma.bytes, &bb = in.beta.bytes;
 
   const std::size_t shift = o.misalign_elements * es;
-  DeviceBuffer dx_in(count * es + shift), ddy(count * es + shift), ddx(count * es + shift), dg(c * gs), db(c * gs),
-      ddg(c * gs), ddb(c * gs), dm(groups * 4), dr(groups * 4), dyf(count * es);
+  const std::size_t gshift = o.misalign_affine ? gs : 0;
+  DeviceBuffer dx_in(count * es + shift), ddy(count * es + shift), ddx(count * es + shift), dg(c * gs + gshift),
+      db(c * gs + gshift), ddg(c * gs), ddb(c * gs), dm(groups * 4), dr(groups * 4), dyf(count * es);
   dx_in.upload(xb.data(), xb.size(), shift);
   ddy.upload(dyb.data(), dyb.size(), shift);
-  dg.upload(gb.data(), gb.size());
-  db.upload(bb.data(), bb.size());
+  dg.upload(gb.data(), gb.size(), gshift);
+  db.upload(bb.data(), bb.size(), gshift);
   Tensors t;
   t.x = static_cast<char*>(dx_in.get()) + shift;
   t.dy = static_cast<char*>(ddy.get()) + shift;
   t.dx = static_cast<char*>(ddx.get()) + shift;
-  t.gamma = o.gamma ? dg.get() : nullptr;
-  t.beta = o.beta ? db.get() : nullptr;
+  t.gamma = o.gamma ? static_cast<char*>(dg.get()) + gshift : nullptr;
+  t.beta = o.beta ? static_cast<char*>(db.get()) + gshift : nullptr;
   t.mean = static_cast<float*>(dm.get());
   t.rstd = static_cast<float*>(dr.get());
   t.dgamma = ddg.get();

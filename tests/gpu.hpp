@@ -43,6 +43,7 @@ class DeviceBuffer {
 struct RunOptions {
   bool gamma = true, beta = true, save_stats = true;
   std::size_t misalign_elements = 0;  // offset x and y by this many elements
+  bool misalign_affine = false;       // gamma and beta one element past an allocation's start
   double x_offset = 0.5;              // x = offset + U(-1, 1) * scale
   double x_scale = 2.0;
 };

@@ -413,6 +413,11 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
   k.spatial_size = hw;
   k.spatial = FastDivmod::make(std::uint64_t(hw));
   k.phase = phase_of(p, t, spec_.vector);
+  {
+    const std::size_t bytes = std::size_t(spec_.vector) * size_of(p.gamma_dtype);
+    k.affine_vectors = p.layout == Layout::channels_last && spec_.vector > 1 && address(t.gamma) % bytes == 0 &&
+                       address(t.beta) % bytes == 0;
+  }
   k.span = describe(spec_.family).persistent || describe(spec_.family).streams
                ? 0
                : spans(p, &t, spec_.vector, describe(spec_.family));

@@ -160,10 +160,15 @@ struct Params {
   std::int32_t row_lanes;          // channels-last: rows a workgroup covers at once
   std::int32_t chunk_channels;     // channels-last forward: a unit's channels (whole groups; C or less)
   std::int32_t phase;              // channels-first: (x's address / element size) % vector
-  // Channels-first backward of the grid families (onchip, looped, split): 1 when the spatial
-  // size is not a multiple of the vector or the tensors start `phase` elements off a 16-byte
-  // boundary, so rows and groups are read as peeled runs (primitives/vector.hpp: Peel; view.hpp: SpatialCursor)
+  // Channels-first backward of the grid families (onchip, looped, split), and the onchip
+  // forward: 1 when the spatial size is not a multiple of the vector or the tensors start
+  // `phase` elements off a 16-byte boundary, so rows and groups are read as peeled runs
+  // (primitives/vector.hpp: Peel; view.hpp: SpatialCursor)
   std::int32_t span;
+  // Channels-last: 1 when gamma and beta (those given) start on a boundary of a vector of
+  // their own type (vector x their element size), so a vector's channels' gamma and beta are
+  // one load each (grid.hpp: vector_affine); set for every family
+  std::int32_t affine_vectors;
   std::int32_t pass;               // the backward: 0 on chip; 1, 2 the streaming passes (resident_bwd.hpp)
   // The resident forward: 1 when the launcher made each unit's slices one thread-block cluster,
   // so they exchange through distributed shared memory (primitives/cluster.hpp), not `counters`

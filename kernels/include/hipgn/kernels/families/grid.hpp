@@ -21,6 +21,32 @@
 
 namespace hipgn::kernels {
 
+// Channels-last: gamma and beta (1 and 0 where absent) of channels channel, ..., channel + V -
+// 1, one vector load each where Params::affine_vectors says they are aligned (element by
+// element, a vector's 2 V loads were most of the channels-last dx writer's loads: bench/NOTES.md,
+// "gamma and beta a vector at a time").
+template <typename Traits>
+__device__ __forceinline__ void vector_affine(const Params& p, std::int64_t channel, float (&g)[Traits::kVectorSize],
+                                              float (&b)[Traits::kVectorSize]) {
+  static_assert(Traits::kLayout == Layout::channels_last, "a channels-first vector is one channel's");
+  using G = typename Traits::GammaType;
+  constexpr int V = Traits::kVectorSize;
+  const G* gamma = static_cast<const G*>(p.gamma);
+  const G* beta = static_cast<const G*>(p.beta);
+  auto fill = [&](const G* t, float(&out)[V], float absent) {
+    if constexpr (V > 1) {  // (compiled out at V = 1: a looped instance spilled 8 bytes with it)
+      if (t && p.affine_vectors) {
+        load_vec<V>(t + channel, out);
+        return;
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < V; ++i) out[i] = t ? to_float(t[channel + i]) : absent;
+  };
+  fill(gamma, g, 1.f);
+  fill(beta, b, 0.f);
+}
+
 // y = act(gamma_c * (x - mean) * rstd + beta_c) for one vector, written to y + offset.
 template <typename Traits>
 __device__ __forceinline__ void normalize_store(const Params& p, const float (&v)[Traits::kVectorSize],
@@ -30,6 +56,9 @@ __device__ __forceinline__ void normalize_store(const Params& p, const float (&v
   constexpr int V = Traits::kVectorSize;
   const G* gamma = static_cast<const G*>(p.gamma);
   const G* beta = static_cast<const G*>(p.beta);
+  // (gamma and beta element by element here: through vector_affine the channels-last onchip
+  // forward of 512 x 8 vectors ran 1.06-1.08x slower; bench/NOTES.md, "gamma and beta a vector
+  // at a time")
   float out[V];
 #pragma unroll
   for (int i = 0; i < V; ++i) {
@@ -99,23 +128,13 @@ __device__ __forceinline__ void normalize_range(const Params& p, const GroupView
 template <typename Traits>
 struct Affine {
   float gamma, beta;
+  __device__ __forceinline__ Affine(float g, float b) : gamma(g), beta(b) {}
   __device__ __forceinline__ Affine(const Params& p, std::int64_t c) {
     using G = typename Traits::GammaType;
     gamma = p.gamma ? to_float(static_cast<const G*>(p.gamma)[c]) : 1.f;
     beta = p.beta ? to_float(static_cast<const G*>(p.beta)[c]) : 0.f;
   }
 };
-
-// Element i of a vector whose first element is of channel `channel`, given `a0`, that
-// channel's parameters: channels-first, the vector's one channel (read once a vector: per
-// element, the kernels' code repeated the two loads V times; bench/NOTES.md, "Loads in flight
-// in the split backward"); channels-last, channel + i.
-template <typename Traits>
-__device__ __forceinline__ Affine<Traits> element_affine(const Params& p, const Affine<Traits>& a0,
-                                                         std::int64_t channel, int i) {
-  if constexpr (Traits::kLayout == Layout::channels_first) return a0;
-  else return Affine<Traits>(p, channel + i);
-}
 
 // xhat in x, dy' in dy, for one element of channel a.
 template <typename Traits>
@@ -256,10 +275,18 @@ __device__ __forceinline__ void write_dx(const Params& p, const GroupView<Traits
     float x[V], dy[V], dx[V];
     load_vec<V>(xs + offset, x);
     load_vec<V>(dys + offset, dy);
-    const Affine<Traits> a0(p, channel);
+    float g[V], b[V];
+    if constexpr (Traits::kLayout == Layout::channels_last) {
+      vector_affine<Traits>(p, channel, g, b);
+    } else {
+      // the vector's one channel, read once (bench/NOTES.md, "Loads in flight in the split backward")
+      const Affine<Traits> a0(p, channel);
+#pragma unroll
+      for (int i = 0; i < V; ++i) g[i] = a0.gamma, b[i] = a0.beta;
+    }
 #pragma unroll
     for (int i = 0; i < V; ++i) {
-      const Affine<Traits> a = element_affine<Traits>(p, a0, channel, i);
+      const Affine<Traits> a(g[i], b[i]);
       backward_terms<Traits>(p, a, mean, rstd, x[i], dy[i]);
       dx[i] = rstd * (a.gamma * dy[i] - a_mean - x[i] * b_mean);
     }
