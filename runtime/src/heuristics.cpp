@@ -113,8 +113,9 @@ RuleTables sm_90() {
       // Channels-first below 60 KB a compute unit, groups of up to 4096 elements with 16-byte
       // vectors: a workgroup per group holding it, no exchange (measured on an H100, fp16 SiLU,
       // L2-cold, every instance: tiny, 256 elements, onchip 2.4 us against resident 3.9;
-      // instance_norm_32x64, 1024: 3.3 against 4.5; sd15_8x1280, 2560: 4.3 against 4.7; from
-      // 5120 resident wins, sd15_16x640 5.2 against 5.4), whatever the spatial size (the onchip
+      // instance_norm_32x64, 1024: 3.3 against 4.5; sd15_8x1280, 2560: 4.3 against 4.7; at 5120
+      // the two are within a few percent either way, sd15_16x640 resident 5.2 against onchip 5.4
+      // and, after the whole-vector stores, 5.0), whatever the spatial size (the onchip
       // forward peels it: det_7x11x256, 616 elements, 2.9 against 4.7; r50_7x2048_n32, 1024
       // groups of 3136, 10.5 against 16.6; bench/NOTES.md, "The onchip forward, peeled") ...
       Rule{Family::onchip, kAny, 0, "channels-first, a small tensor, groups of up to 4096 elements: a workgroup per group",

@@ -55,7 +55,6 @@ __device__ __forceinline__ void load_vec(const T* p, float (&out)[N]) {
   for (int i = 0; i < N; ++i) out[i] = to_float(r.v[i]);
 }
 
-
 // Vectors widened to fp32 and narrowed back, two elements a conversion instruction where the
 // target has one.
 template <typename T, int N>
