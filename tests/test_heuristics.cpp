@@ -68,12 +68,6 @@ bool built(Family f, DataType dt = DataType::f16, Layout layout = Layout::channe
   return false;
 }
 
-bool built_resident(Layout layout) {
-  for (const Instance* i : Registry::global().bucket({Op::fwd, DataType::f16, DataType::f16, layout, Activation::swish}))
-    if (i->spec().family == Family::resident) return true;
-  return false;
-}
-
 // Whether some built instance of family f supports the problem (presets differ in reach).
 bool reaches(Family f, const Shape& s, Layout layout, Op op = Op::fwd) {
   Problem p = make_problem(s, DataType::f16, DataType::f16, layout, Activation::swish);
@@ -84,7 +78,7 @@ bool reaches(Family f, const Shape& s, Layout layout, Op op = Op::fwd) {
 }
 
 TEST(Heuristics, ChannelsFirstForwardIsResidentBelow60KbACuThenStream) {
-  if (!built_resident(Layout::channels_first)) GTEST_SKIP() << "no resident instance in this build";
+  if (!built(Family::resident)) GTEST_SKIP() << "no resident instance in this build";
   // SD 64x64 C=320 (5.2 MB, 39 KB a compute unit of 132) and SD 32x32 C=1920 (7.9 MB, 58 KB):
   // resident; det 25x42 C=2048 (8.6 MB, 64 KB), ResNet 56x56 N=32 (51 MB) and 512 groups of 4M
   // elements: stream (heuristics.cpp, kStreamCfFwdBytesPerCu)
@@ -321,7 +315,7 @@ TEST(Heuristics, ChannelsFirstStreamForwardTakesOneWorkgroupACuUpTo192Kb) {
 }
 
 TEST(Heuristics, ResidentHoldsAGroupInOneSliceWhenItCan) {
-  if (!built_resident(Layout::channels_first)) GTEST_SKIP() << "no resident instance in this build";
+  if (!built(Family::resident)) GTEST_SKIP() << "no resident instance in this build";
   // ResNet 7x7 C=2048: groups of 3136; among the resident instances (the onchip family takes
   // the shape where built: ChannelsFirstSmallGroupsStayOnChipWhateverTheSpatialSize), the
   // smallest that holds one wins
@@ -356,7 +350,8 @@ TEST(Heuristics, ChannelsFirstSmallGroupsStayOnChipWhateverTheSpatialSize) {
 }
 
 TEST(Heuristics, SmallChannelsLastGroupsStayOnChip) {
-  if (!built(Family::onchip)) GTEST_SKIP() << "no onchip instance in this build";
+  if (!built(Family::onchip, DataType::f16, Layout::channels_last))
+    GTEST_SKIP() << "no channels-last onchip instance in this build";
   // SD 16x16 C=1280 (10240-element groups), ResNet 7x7 C=2048 (3136): a workgroup per group
   for (const Shape& s : {Shape{2, 1280, {16, 16}, 32}, Shape{32, 2048, {7, 7}, 32}}) {
     if (!reaches(Family::onchip, s, Layout::channels_last)) continue;  // a smaller preset
@@ -591,7 +586,8 @@ TEST(Heuristics, ChannelsLastSamplesTooLargeForResidentSplit) {
   // VAE 256x256 C=512: one 32M-element sample; the resident forward could cut it into chunks
   // of a few groups, each still 32 workgroups, but the two streaming passes are the measured
   // choice there (heuristics.cpp)
-  if (!built(Family::stream)) GTEST_SKIP() << "this build has no stream instances to prefer";
+  if (!built(Family::stream, DataType::f16, Layout::channels_last))
+    GTEST_SKIP() << "this build has no channels-last stream instances to prefer";
   const Instance* inst = choose({1, 512, {256, 256}, 32}, Layout::channels_last);
   ASSERT_NE(inst, nullptr);
   EXPECT_NE(inst->spec().family, Family::resident) << inst->name();
