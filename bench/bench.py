@@ -1,5 +1,5 @@
-"""hipgn's benchmark: the suite's shapes against a same-size device copy, PyTorch eager and
-torch.compile, in one process, on the GPU machine.
+"""hipgn's benchmark: the suite's shapes against a same-size device copy, PyTorch eager,
+torch.compile and (with --apex) NVIDIA Apex's NHWC GroupNorm, in one process, on the GPU machine.
 
 Every timed op is captured in a CUDA graph over K rotating buffer sets whose total exceeds 3x
 the L2 (L2-cold, the headline); beside it the same op K times on one set (L2-warm). A graph
@@ -7,7 +7,7 @@ replay is timed with device events; the median of the replays over K is the op's
 forward is GroupNorm (+SiLU); the backward is hipgn's fused backward (dx, dgamma, dbeta) and,
 for the peers, their training step (forward + backward) minus their forward.
 
-    python3 bench/bench.py --lib build-gpu/runtime/libhipgn.so [--peers all|eager|none] ...
+    python3 bench/bench.py --lib build-gpu/runtime/libhipgn.so [--peers all|eager|none] [--apex PATH] ...
 
 Writes bench/results/latest.json (one row per shape, dtype, layout and op; with --best also
 every supporting instance's time, `instances`, which the dispatch rules cite), latest.md (the
@@ -42,6 +42,7 @@ ODD = {
     "odd_61x67_c1280": (2, 1280, (61, 67), 32),
 }
 VIDEO = ("video_5d_20x256x256", (1, 128, (20, 256, 256), 32))
+PEERS = ("eager", "compile", "apex")
 
 
 def load_shapes(which: str):
@@ -223,6 +224,44 @@ def warm_compile_worker(args):
     return name
 
 
+def apex_checked(torch, forward, backward, s, g, op):
+    """Apex's output on one set against PyTorch's in fp32 (y, or dx for the backward): None, or
+    what differs, so that a wrong call is not timed as a result."""
+    import torch.nn.functional as F
+    x = s["x"].float().requires_grad_(op == "bwd")
+    with torch.enable_grad():
+        ref = F.silu(F.group_norm(x, g, s["w"].detach().float(), s["b"].detach().float(), 1e-5))
+        if op == "bwd":
+            ref.backward(s["dy"].float())
+            ref = x.grad
+    forward(s)
+    if op == "bwd":
+        backward(s)
+    got = s["y" if op == "fwd" else "dx"].float()
+    err = (got - ref).abs().max().item()
+    return None if err <= 0.05 * max(1.0, ref.abs().max().item()) else f"{op} differs from PyTorch's by {err:.3g}"
+
+
+def time_apex(torch, apex, row, op, problem, sets):
+    """Apex's forward, or its backward alone (its forward's sums made first), on the same sets."""
+    forward, backward = apex.fns(*problem)
+    c, spatial, g = problem
+    try:
+        with torch.no_grad():
+            row["apex_error"] = apex_checked(torch, forward, backward, sets[0], g, op)
+            if row["apex_error"]:
+                return
+            del row["apex_error"]
+            if op == "fwd":
+                row["apex"], row["apex_warm"] = timings(torch, forward, sets, sets[0])
+            else:
+                for s in sets:
+                    forward(s)
+                row["apex"], row["apex_warm"] = timings(torch, backward, sets, sets[0])
+    except Exception as e:  # recorded, not fatal
+        row["apex_error"] = repr(e)[:200]
+
+
 # --- the run ----------------------------------------------------------------------------------
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -239,6 +278,9 @@ def main():
     ap.add_argument("--warm-procs", type=int, default=8, help="processes that compile ahead in parallel")
     ap.add_argument("--out", default=str(HERE / "results"))
     ap.add_argument("--budget-s", type=float, default=1e9, help="stop starting new problems after this")
+    ap.add_argument("--apex", default=os.environ.get("HIPGN_APEX", ""),
+                    help="time Apex's NHWC GroupNorm too: an Apex checkout or its built module (bench/apex_peer.py)")
+    ap.add_argument("--apex-build", default="/tmp/hipgn-apex-build", help="where --apex's checkout is compiled")
     ap.add_argument("--act", default="swish", choices=sorted(Hipgn.ACT),
                     help="hipgn's activation (none: what Swish costs, against swish; the peers run SiLU, so --peers none)")
     a = ap.parse_args()
@@ -250,6 +292,12 @@ def main():
     raise_recompile_limits(torch)
     t_start = time.time()
     hg = Hipgn(a.lib, torch, a.act)
+    apex = None
+    if a.apex and a.peers != "none":
+        import apex_peer
+        t0 = time.time()
+        apex = apex_peer.Apex(apex_peer.load(a.apex, a.apex_build))
+        print(f"# Apex's group_norm_cuda loaded in {time.time() - t0:.0f} s", flush=True)
     props = torch.cuda.get_device_properties(0)
     l2 = props.L2_cache_size
     shapes, fp32_subset = load_shapes(a.shapes)
@@ -326,10 +374,12 @@ def main():
                             row[peer], row[peer + "_warm"] = s_cold - f_cold, s_warm - f_warm
                     except Exception as e:  # a peer that cannot run a shape is recorded, not fatal
                         row[peer + "_error"] = repr(e)[:200]
+                if apex and apex.supports(c, spatial, g, layout):
+                    time_apex(torch, apex, row, op, (c, spatial, g), sets)
             rows.append(row)
             write_json(a.out, rows, props, a.act)  # after every problem: a timeout keeps what was measured
             pct = lambda t: 100.0 * row["copy"] * (row["floor_bytes"] / (2 * bytes_)) / t
-            peers = " ".join(f"{k} {row[k]:.1f}us ({pct(row[k]):.0f}%)" for k in ("eager", "compile") if k in row)
+            peers = " ".join(f"{k} {row[k]:.1f}us ({pct(row[k]):.0f}%)" for k in PEERS if k in row)
             print(f"{name:28s} {dt:8s} {layout} {op}: copy {copy_cold:7.1f}us hipgn {row['hipgn']:7.1f}us "
                   f"({pct(row['hipgn']):3.0f}%) {row['hipgn_name']} {peers}", flush=True)
         del sets
@@ -397,6 +447,7 @@ def summarize(rows, meta):
         lines += ["", f"hipgn vs torch.compile: {geomean([r['compile'] / r['hipgn'] for r in with_c]):.2f}x geomean "
                       f"over {len(with_c)} problems; slower on {len(slower)}: " +
                   ", ".join(f"{r['name']} {r['dtype']} {r['layout']} {r['op']}" for r in slower[:20])]
+    lines += apex_summary(timed)
     big = [r for r in timed if r["bytes"] >= 4 * 2**20]
     if big:
         worst = min(big, key=lambda r: pct_of_copy(r, "hipgn"))
@@ -405,14 +456,34 @@ def summarize(rows, meta):
     failed = [r for r in rows if "error" in r]
     if failed:
         lines.append(f"hipgn failed on {len(failed)}: " + "; ".join(f"{r['name']} {r['layout']} {r['op']}: {r['error']}" for r in failed[:5]))
-    lines += ["", "| shape | dtype | layout | op | MB | copy us | hipgn us | %copy | best us | eager us | compile us | instance |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines += ["", "| shape | dtype | layout | op | MB | copy us | hipgn us | %copy | best us | eager us | compile us | apex us | instance |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in timed:
         f = lambda k: f"{r[k]:.1f}" if r.get(k) else "-"
         lines.append(f"| {r['name']} | {r['dtype']} | {r['layout']} | {r['op']} | {r['bytes'] / 2**20:.1f} | "
                      f"{f('copy')} | {f('hipgn')} | {pct_of_copy(r, 'hipgn'):.0f} | {f('hipgn_best')} | {f('eager')} | "
-                     f"{f('compile')} | {r['hipgn_name']} |")
+                     f"{f('compile')} | {f('apex')} | {r['hipgn_name']} |")
     return "\n".join(lines) + "\n"
+
+
+def apex_summary(timed):
+    """Apex runs a subset (channels-last 4-D, G 16 or 32, its channel counts): its own table,
+    hipgn's geomean taken over the same rows."""
+    with_a = [r for r in timed if r.get("apex")]
+    if not with_a:
+        return []
+    lines = ["", "Apex's NHWC GroupNorm, on the rows it supports (geomean % of copy, L2-cold; hipgn on the same rows):", "",
+             "| op | dtype | band | n | hipgn | apex | hipgn / apex |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for op, dt, b in sorted({(r["op"], r["dtype"], band(r["bytes"])) for r in with_a}):
+        sel = [r for r in with_a if (r["op"], r["dtype"], band(r["bytes"])) == (op, dt, b)]
+        lines.append(f"| {op} | {dt} | {b} | {len(sel)} | {geomean([pct_of_copy(r, 'hipgn') for r in sel]):.0f} | "
+                     f"{geomean([pct_of_copy(r, 'apex') for r in sel]):.0f} | "
+                     f"{geomean([r['apex'] / r['hipgn'] for r in sel]):.2f}x |")
+    slower = [r for r in with_a if r["hipgn"] > r["apex"]]
+    lines += ["", f"hipgn vs Apex: {geomean([r['apex'] / r['hipgn'] for r in with_a]):.2f}x geomean over {len(with_a)} "
+                  f"problems; slower on {len(slower)}" + (": " if slower else "") +
+              ", ".join(f"{r['name']} {r['dtype']} {r['op']}" for r in slower[:20])]
+    return lines
 
 
 def plot(rows, meta, path):
@@ -425,7 +496,7 @@ def plot(rows, meta, path):
         sel = [r for r in rows if r["op"] == op and r["layout"] == layout and "hipgn" in r and r["dtype"] == "float16"]
         sel.sort(key=lambda r: r["bytes"])
         xs = range(len(sel))
-        for key, style in (("hipgn", "o-"), ("compile", "s--"), ("eager", "^:")):
+        for key, style in (("hipgn", "o-"), ("compile", "s--"), ("eager", "^:"), ("apex", "d-.")):
             ax.plot(xs, [pct_of_copy(r, key) or float("nan") for r in sel], style, label=key)
         ax.set_xticks(list(xs))
         ax.set_xticklabels([r["name"] for r in sel], rotation=75, fontsize=7)
