@@ -54,13 +54,18 @@ class FamilyDescriptor:
     # its channels-first forward also peels runs the vector does not divide or align (a scalar
     # head and tail around 16-byte vectors: Params::span), as every grid family's backward does
     peels_forward: bool = False
+    # its channels-last forward holds a group as rows: a thread keeps one vector column and walks
+    # the rows block / columns apart, so a workgroup holds per_thread * (block / columns) rows
+    # (params.hpp: onchip_cl_rows), fewer than its capacity where block is not a multiple of
+    # the columns
+    rows_forward: bool = False
 
 
 DESCRIPTORS = {d.name: d for d in (
     FamilyDescriptor("onchip", OPS.names, holds_group=True, splits_group=False, persistent=False,
                      generic_vector=None, chunk_order=-1,
                      why="the tightest fit leaves the fewest threads idle", gamma_beta_arrivals=True,
-                     peels_forward=True),
+                     peels_forward=True, rows_forward=True),
     FamilyDescriptor("looped", OPS.names, holds_group=False, splits_group=False, persistent=False,
                      generic_vector=1, chunk_order=+1,
                      why="more loads in flight per workgroup hide more latency", uneven_groups=True,

@@ -218,6 +218,13 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
   if (family.holds_group && p.group_elements() > spec_.chunk_elements())
     return no("the group's " + std::to_string(p.group_elements()) + " elements exceed the " +
               std::to_string(spec_.chunk_elements()) + " held on chip");
+  if (family.rows_forward && p.op == Op::fwd && p.layout == Layout::channels_last) {
+    const std::int64_t columns = p.channels_per_group() / v, held = onchip_cl_rows(spec_.block, spec_.per_thread, columns);
+    if (p.spatial_size() > held)
+      return no("the group's " + std::to_string(p.spatial_size()) + " positions exceed the " + std::to_string(held) +
+                " rows a workgroup of " + std::to_string(spec_.block) + " holds at " + std::to_string(columns) +
+                " vectors a row");
+  }
   if (family.splits_group && slices(p) < 0)
     return no("the group needs more than " + std::to_string(kMaxSlices) + " slices");
   if (family.splits_group) {

@@ -66,6 +66,14 @@ HIPGN_HD std::int64_t floor_div(std::int64_t a, std::int64_t b, double rcp) {
   return q;
 }
 
+// The channels-last onchip forward (families/onchip.hpp, fwd_onchip_rows): a thread keeps one
+// vector column of the group's rows (C/G / vector columns a row) and walks the rows (positions)
+// block / columns apart, so a workgroup holds per_thread * (block / columns) rows; none where a
+// row has more columns than the workgroup threads.
+HIPGN_HD constexpr std::int64_t onchip_cl_rows(int block, int per_thread, std::int64_t columns) {
+  return columns > block ? 0 : per_thread * (block / columns);
+}
+
 // The channels-first split backward's first pass (families/split.hpp: bwd_split_rows_kernel and
 // bwd_split_sums_kernel), which sums each channel row of a group. Short rows (spatial / vector
 // vectors, at most half the workgroup) go to teams of `team` lanes (a power of two, at most 32,

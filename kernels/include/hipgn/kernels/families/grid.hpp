@@ -56,9 +56,9 @@ __device__ __forceinline__ void normalize_store(const Params& p, const float (&v
   constexpr int V = Traits::kVectorSize;
   const G* gamma = static_cast<const G*>(p.gamma);
   const G* beta = static_cast<const G*>(p.beta);
-  // (gamma and beta element by element here: through vector_affine the channels-last onchip
-  // forward of 512 x 8 vectors ran 1.06-1.08x slower; bench/NOTES.md, "gamma and beta a vector
-  // at a time")
+  // (gamma and beta element by element here: through vector_affine, before the channels-last
+  // onchip forward walked rows with them loaded once, it ran 1.06-1.08x slower at 512 x 8
+  // vectors; bench/NOTES.md, "gamma and beta a vector at a time")
   float out[V];
 #pragma unroll
   for (int i = 0; i < V; ++i) {

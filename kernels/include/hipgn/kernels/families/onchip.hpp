@@ -88,28 +88,78 @@ __device__ __forceinline__ void fwd_onchip_span(const Params& p, const GroupView
   }
 }
 
-// Family onchip: one workgroup per group, the whole group in registers (kPerThread vectors a
-// thread). x is read once; mean and variance are two exact passes over registers.
+// Family onchip, channels-last: a thread keeps one vector column of the group's rows and walks
+// the rows (positions) R = block / columns apart, up to kPerThread of them (onchip_cl_rows), so
+// a vector's place is a pointer step, not a division, and its channels' gamma and beta are
+// loaded once, beside x, off the chain after the reductions. The flat mapping (vector q of the
+// group at thread q % block) located each vector with a division and read gamma and beta per
+// element after the reductions: sd15_16x640 (C/G = 20, 2560 vectors of 2 in 1024 threads) ran
+// ~800 instructions a wavefront for under three vectors a thread (bench/NOTES.md, "Apex's
+// one-pass kernel, and the onchip forward by rows").
 template <typename Traits>
-__global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_kernel(Params p) {
+__device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView<Traits>& view, std::int64_t group) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
-  const std::int64_t group = blockIdx.x;
-  const GroupView<Traits> view(p, group);
-  if constexpr (sizeof(typename Traits::XType) * V == kPeeledForwardVectorBytes) {
-    if (spans<Traits>(p)) {
-      fwd_onchip_span<Traits>(p, view, group);
-      return;
+  using X = typename Traits::XType;
+  const int columns = int(p.vectors_per_row.divisor), rows = int(p.spatial_size);
+  const int R = B / columns, t = threadIdx.x;
+  const int r0 = t / columns, column = t - r0 * columns;
+  const bool active = r0 < R;
+  const std::int64_t first = view.base + std::int64_t(r0) * p.row_stride + column * V;
+  const std::int64_t step = std::int64_t(R) * p.row_stride;
+  const X* x = static_cast<const X*>(p.x) + first;
+  float v[E][V];
+  float sum = 0.f;
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    if (active && r0 + e * R < rows) {
+      load_vec<V>(x + e * step, v[e]);
+#pragma unroll
+      for (int i = 0; i < V; ++i) sum += v[e][i];
     }
   }
+  float gamma[V], beta[V];
+  vector_affine<Traits>(p, view.channel0 + column * V, gamma, beta);
+  const float count = float(p.group_elements);
+  const float mean = block_sum<B>(sum) / count;
+  float sq = 0.f;
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    if (active && r0 + e * R < rows) {
+#pragma unroll
+      for (int i = 0; i < V; ++i) sq += (v[e][i] - mean) * (v[e][i] - mean);
+    }
+  }
+  const float rstd = rsqrtf(block_sum<B>(sq) / count + p.eps);
+  if (t == 0) save_stats(p, group, mean, rstd);
+  float scale[V];
+#pragma unroll
+  for (int i = 0; i < V; ++i) scale[i] = gamma[i] * rstd;
+  X* y = static_cast<X*>(p.y) + first;
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    if (active && r0 + e * R < rows) {
+      float out[V];
+#pragma unroll
+      for (int i = 0; i < V; ++i) out[i] = activate<Traits::kActivation>((v[e][i] - mean) * scale[i] + beta[i], p.swish_beta);
+      store_vec<V>(y + e * step, out);
+    }
+  }
+}
+
+// Family onchip, channels-first, the group's body aligned: vector q of the group at thread
+// q % block, kPerThread of them a thread. Mean and variance are two exact passes over registers.
+template <typename Traits>
+__device__ __forceinline__ void fwd_onchip_aligned(const Params& p, const GroupView<Traits>& view, std::int64_t group) {
+  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
   const auto* x = static_cast<const typename Traits::XType*>(p.x);
   // Only the values stay in registers; offsets are recomputed for the store (a multiply-high
   // each), which keeps the 1024-thread configurations within 64 registers.
   float v[E][V];
-  // Channels-first with a few vectors a thread: each vector's gamma and beta (its one channel)
-  // loaded beside x, so that their latency is not on the chain after the two reductions
-  // (bench/NOTES.md, "Small forwards against torch.compile's kernels"). Two registers a vector:
-  // up to four (the 1024-thread configurations hold 16 vectors within 64 registers).
-  constexpr bool kEarlyAffine = Traits::kLayout == Layout::channels_first && E <= 4;
+  // With a few vectors a thread, each vector's gamma and beta (its one channel) loaded beside
+  // x, so that their latency is not on the chain after the two reductions (bench/NOTES.md,
+  // "Small forwards against torch.compile's kernels"). Two registers a vector: up to four (the
+  // 1024-thread configurations hold 16 vectors within 64 registers).
+  constexpr bool kEarlyAffine = E <= 4;
   float early_gamma[kEarlyAffine ? E : 1], early_beta[kEarlyAffine ? E : 1];
   float sum = 0.f;
 #pragma unroll
@@ -156,6 +206,25 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_kernel(Params p
         normalize_store<Traits>(p, v[e], offset, channel, mean, rstd);
       }
     }
+  }
+}
+
+// Family onchip: one workgroup per group, the whole group in registers (kPerThread vectors a
+// thread); x is read once.
+template <typename Traits>
+__global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_kernel(Params p) {
+  const std::int64_t group = blockIdx.x;
+  const GroupView<Traits> view(p, group);
+  if constexpr (Traits::kLayout == Layout::channels_last) {
+    fwd_onchip_rows<Traits>(p, view, group);
+  } else {
+    if constexpr (sizeof(typename Traits::XType) * Traits::kVectorSize == kPeeledForwardVectorBytes) {
+      if (spans<Traits>(p)) {
+        fwd_onchip_span<Traits>(p, view, group);
+        return;
+      }
+    }
+    fwd_onchip_aligned<Traits>(p, view, group);
   }
 }
 
