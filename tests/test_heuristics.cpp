@@ -245,8 +245,9 @@ const Instance* choose_named(const Shape& s, Layout layout, std::initializer_lis
 }
 
 TEST(Heuristics, OnchipForwardSpreadsTheGroupOverTheMostThreadsThatEachGetAVector) {
-  // channels-last SD 16x16 C=1280 (1280 vectors of 8): 512; det 7x11 C=256 (77 of 8): no block
-  // is that small, so the smallest, 128
+  // channels-last SD 16x16 C=1280 (1280 vectors of 8): 512; SD 16x16 C=640 (2560 of 2): 512,
+  // not 1024 (up to 512 threads); det 7x11 C=256 (77 of 8): no block is that small, so the
+  // smallest, 128
   struct Case {
     Shape s;
     const char* want;
@@ -254,6 +255,8 @@ TEST(Heuristics, OnchipForwardSpreadsTheGroupOverTheMostThreadsThatEachGetAVecto
   };
   for (const Case& c : {Case{Shape{2, 1280, {16, 16}, 32}, "gn_fwd_f16_f16_cl_swish_onchip_b512_v8_e8",
                              "gn_fwd_f16_f16_cl_swish_onchip_b256_v8_e8"},
+                        Case{Shape{2, 640, {16, 16}, 32}, "gn_fwd_f16_f16_cl_swish_onchip_b512_v2_e16",
+                             "gn_fwd_f16_f16_cl_swish_onchip_b1024_v2_e16"},
                         Case{Shape{2, 256, {7, 11}, 32}, "gn_fwd_f16_f16_cl_swish_onchip_b128_v8_e1",
                              "gn_fwd_f16_f16_cl_swish_onchip_b512_v8_e8"}}) {
     const Instance* inst = choose_named(c.s, Layout::channels_last, {c.want, c.other});
@@ -384,16 +387,14 @@ TEST(Heuristics, SmallChannelsLastTensorsSplitWithWideVectors) {
 
 TEST(Heuristics, SmallChannelsLastTensorsGoResident) {
   // sd15_64x320 (5 MB, C/G = 10) and sd15_32x1280 (C/G = 40): 256 x 8 (176 items, a unit a
-  // cluster); sd15_32x320 (1.3 MB, C/G = 10, where onchip has 4-byte vectors): 256 x 2, the
-  // most rows a thread that still cover 132 compute units; g16_32x640: 256 x 4; a tiny tensor
-  // of groups too large for onchip (layer_norm_32x64, 65536 elements): 256 x 2, the most items
+  // cluster); g16_32x640: 256 x 4; a tiny tensor of groups too large for onchip
+  // (layer_norm_32x64, 65536 elements): 256 x 2, the most items
   struct Case {
     Shape s;
     const char* want;
   };
   for (const Case& c : {Case{Shape{2, 320, {64, 64}, 32}, "gn_fwd_f16_f16_cl_swish_resident_b256_v8_e8"},
                         Case{Shape{2, 1280, {32, 32}, 32}, "gn_fwd_f16_f16_cl_swish_resident_b256_v8_e8"},
-                        Case{Shape{2, 320, {32, 32}, 32}, "gn_fwd_f16_f16_cl_swish_resident_b256_v8_e2"},
                         Case{Shape{2, 640, {32, 32}, 16}, "gn_fwd_f16_f16_cl_swish_resident_b256_v8_e4"},
                         Case{Shape{2, 64, {32, 32}, 1}, "gn_fwd_f16_f16_cl_swish_resident_b256_v8_e2"}}) {
     if (!Registry::global().find(c.want) || !built(Family::stream, DataType::f16, Layout::channels_last))
@@ -402,16 +403,19 @@ TEST(Heuristics, SmallChannelsLastTensorsGoResident) {
     ASSERT_NE(inst, nullptr);
     EXPECT_EQ(inst->name(), c.want);
   }
-  // onchip keeps small groups with 16-byte vectors (sd15_16x2560, 20480 elements) and, below
-  // 8 KB a compute unit, with any (sd15_16x640, C/G = 20: 4-byte vectors); from 48 KB
-  // a compute unit the older families (sd15_64x640: stream) and, at 10x the channels' bytes a
-  // compute unit, stream even with C/G = 40
+  // onchip keeps the small tensors' groups of up to 32K elements whatever their vector
+  // (sd15_16x2560, 20480 elements of 16-byte vectors; sd15_16x640 and sd15_32x320, C/G = 20
+  // and 10: 4-byte vectors; sd15_32x960, 30720 elements); from 48 KB a compute unit the older
+  // families (sd15_64x640: stream) and, at 10x the channels' bytes a compute unit, stream even
+  // with C/G = 40
   const DataType f16 = DataType::f16;
   const Layout cl = Layout::channels_last;
   if (!built(Family::stream, f16, cl) || !built(Family::onchip, f16, cl))
     GTEST_SKIP() << "this build lacks the older channels-last families";
   EXPECT_EQ(choose({2, 2560, {16, 16}, 32}, Layout::channels_last)->spec().family, Family::onchip);
   EXPECT_EQ(choose({2, 640, {16, 16}, 32}, Layout::channels_last)->spec().family, Family::onchip);
+  EXPECT_EQ(choose({2, 320, {32, 32}, 32}, Layout::channels_last)->spec().family, Family::onchip);
+  EXPECT_EQ(choose({2, 960, {32, 32}, 32}, Layout::channels_last)->spec().family, Family::onchip);
   EXPECT_EQ(choose({2, 640, {64, 64}, 32}, Layout::channels_last)->spec().family, Family::stream);
   EXPECT_EQ(choose({2, 1280, {96, 96}, 32}, Layout::channels_last)->spec().family, Family::stream);
   // a tiny tensor whose small groups take no vector (instance_norm_32x64, C/G = 1): looped

@@ -26,6 +26,8 @@ constexpr double kSmallBytesPerCu = 96 << 10;
 constexpr double kTinyBytesPerCu = 8 << 10;
 // The channels-last forward's resident family below this many bytes of x a compute unit (below).
 constexpr double kResidentClFwdBytesPerCu = 48 << 10;
+// The onchip forward's most threads a workgroup where fewer hold the group too (better()).
+constexpr int kOnchipFwdMostThreads = 512;
 // The channels-first forward's stream family from this many bytes of x a compute unit (below),
 // and up to which its instance of one 512-thread workgroup a compute unit (per_thread 2) wins.
 constexpr double kStreamCfFwdBytesPerCu = 60 << 10;
@@ -60,12 +62,15 @@ RuleTables sm_90() {
       // (bench/NOTES.md, "The stream family"; bench/results/stream_cl/). The stream family
       // (stream_fwd.hpp) pays 10-12 us of fixed latency (two grid barriers, a merge), so
       // below ~96 KB of x a compute unit (12.7 MB on 132) the older families win where they
-      // can: a workgroup per group of up to 32K elements (sd15_32x640 onchip 14.7 us, stream
-      // 23.9; sd15_16x2560 10.2 against 22.9; odd_31x31_c640 14.4 against 23.1) ...
+      // can: a workgroup per group of up to 32K elements, whatever its vector since the onchip
+      // forward walks a group's rows (fwd_onchip_rows; bench/NOTES.md, "The channels-last onchip
+      // forward by rows": 4-byte vectors, sd15_16x1920 onchip 6.8 us against resident 11.1;
+      // sd15_32x960 10.5 against 13.3; sd15_32x640 9.3 against 10.7; odd_31x31_c640 8.9 against
+      // 10.7; sd15_32x320 7.9 against 9.2; sd15_16x640 5.3 against 8.7 and looped 12.2; 16-byte,
+      // sd15_16x2560 8.5 against stream 22.9) ...
       Rule{Family::onchip, kAny, 0, "channels-last, a small tensor: a workgroup per group of up to 32K elements",
            32768, Rule::kChannelsLast}
-          .bytes_per_cu(0, kSmallBytesPerCu)
-          .vector_bytes(8),
+          .bytes_per_cu(0, kSmallBytesPerCu),
       // ... and from 8 KB to 48 KB a compute unit (1 to 6.3 MB on 132) the resident family,
       // whose unit is a chunk of whole groups of a sample cut into slices that one thread-block
       // cluster exchanges (resident_fwd.hpp; bench/NOTES.md, "Chunks of a sample"): x read once
@@ -76,12 +81,6 @@ RuleTables sm_90() {
       Rule{Family::resident, kAny, 0, "channels-last, a small tensor: chunks of groups exchanged within a cluster",
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
           .bytes_per_cu(kTinyBytesPerCu, kResidentClFwdBytesPerCu),
-      // ... and below 8 KB a compute unit, a workgroup per group whatever its vectors: there
-      // the resident family's exchange is most of the time and the looped family's scalar
-      // accesses lose (sd15_16x640, C/G = 20, 4-byte vectors: onchip 7.8 us, looped 12.2) ...
-      Rule{Family::onchip, kAny, 0, "channels-last, a tiny tensor: a workgroup per group of up to 32K elements",
-           32768, Rule::kChannelsLast}
-          .bytes_per_cu(0, kTinyBytesPerCu),
       // ... and resident for the groups too large for it, not split (layer_norm_32x64, G = 1,
       // 65536 elements: resident 256 x 2 7.9 us against split 10.5; bench/NOTES.md, "The held
       // stream"); not smaller groups that take no vector (instance_norm_32x64, C/G = 1: looped
@@ -405,15 +404,20 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     return x.block > y.block;
   }
   if (x.family == Family::onchip && p.op == Op::fwd && x.block != y.block) {
-    // the forward: the most threads that each still get a vector of the group, so that the
-    // group is spread widest (channels-last SD 32x32 C=320, 5120 vectors of 2: 1024 x 16 11.0
-    // us against 512 x 16 12.5; SD 16x16 C=1920: 12.4 against 15.0; SD 16x16 C=1280, 1280 of 8:
-    // 512 x 8 8.0 against 256 x 8 9.2), and where no block is that small the smallest
-    // (det 7x11 C=256, 77 vectors: 128 x 1 3.7 us against 512 x 8 4.3)
+    // the forward: the most threads, up to 512, that each still get a vector of the group
+    // (channels-last, rows walked: SD 16x16 C=1280, 1280 vectors of 8: 512 x 8 6.0 us against
+    // 256 x 8 7.3; SD 8x8 C=2560, 640 of 8: 512 x 8 4.9 against 256 x 4 5.0; past 512 more
+    // threads cost: SD 16x16 C=640, 2560 of 2: 512 x 16 5.3 against 1024 x 16 6.2; SD 16x16
+    // C=1920: 6.8 against 7.4; SD 32x32 C=320: 7.9 against 8.3; bench/NOTES.md, "The
+    // channels-last onchip forward by rows"), and where no block is that small the smallest
+    // (det 7x11 C=256, 77 vectors: 128 x 1 3.2 us against 512 x 8 3.9)
     const std::int64_t vectors = p.group_elements() / x.vector;
     const bool fill_a = x.block <= vectors, fill_b = y.block <= vectors;
     if (fill_a != fill_b) return fill_a;
-    return fill_a ? x.block > y.block : x.block < y.block;
+    if (!fill_a) return x.block < y.block;
+    const bool cap_a = x.block <= kOnchipFwdMostThreads, cap_b = y.block <= kOnchipFwdMostThreads;
+    if (cap_a != cap_b) return cap_a;
+    return cap_a ? x.block > y.block : x.block < y.block;
   }
   if (x.family == Family::onchip && p.op != Op::fwd && x.block != y.block) {
     // the backward: 256 threads over 128, where both hold the group (channels-last det 7x11
