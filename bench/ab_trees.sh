@@ -11,7 +11,8 @@
 # and on a warm machine the build folders keep their CMake cache, so an option left out keeps
 # the last call's value: name every option you narrow), in parallel; A's instance tests of
 # TEST_FILTER run; then bench.py with BENCH_ARGS, B then A, ROUNDS times (run-to-run spread
-# shows between rounds), each round's comparison printed by bench/ab_compare.py. Logs under $OUT.
+# shows between rounds), each round's comparison printed by bench/ab_compare.py (with --best in
+# BENCH_ARGS, AB_FAMILY's instances one by one: default resident). Logs under $OUT.
 set -uo pipefail
 OUT=${OUT:-/tmp/hipgn-out}
 mkdir -p "$OUT"
@@ -40,7 +41,7 @@ if [ -n "${BENCH_ARGS:-}" ]; then
       PYTHONUNBUFFERED=1 timeout ${BENCH_TIMEOUT:-200} python3 bench/bench.py --lib /tmp/ab_$side/runtime/libhipgn.so \
         --out /tmp/ab_res_$side$round $BENCH_ARGS > "$OUT/bench_$side$round.log" 2>&1 || tail -5 "$OUT/bench_$side$round.log"
     done
-    python3 bench/ab_compare.py /tmp/ab_res_a$round/latest.json /tmp/ab_res_b$round/latest.json
+    python3 bench/ab_compare.py /tmp/ab_res_a$round/latest.json /tmp/ab_res_b$round/latest.json --family ${AB_FAMILY:-resident}
   done
   cp /tmp/ab_res_a1/latest.json "$OUT/a1.json"
   cp /tmp/ab_res_b1/latest.json "$OUT/b1.json"
