@@ -42,7 +42,8 @@ if [ "${WAVES:-1}" = 1 ]; then
 fi
 # compute-sanitizer over the resident and stream families, forward (both layouts) and backward (persistent grids, cross-
 # workgroup exchange, bulk copies), the channels-first backward's peeled runs (dynamic shared memory) and forward's (onchip),
-# the channels-last onchip forward's rows (idle threads where the block is no multiple of a row's vectors), on the odd-shape corpus: memory errors, shared-memory races, barrier misuse.
+# the channels-last onchip forward's rows (idle threads where the block is no multiple of a row's vectors),
+# on the odd-shape corpus: memory errors, shared-memory races, barrier misuse.
 # synccheck runs with HIPGN_CLUSTERS=portable (clusters of up to 8 workgroups; larger units take
 # the workspace path): on non-portable clusters of 9-16 it reports a missing wait, or the launch
 # faults, where memcheck, racecheck and 60 plain repeats find them correct (bench/NOTES.md,

@@ -219,7 +219,8 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
     return no("the group's " + std::to_string(p.group_elements()) + " elements exceed the " +
               std::to_string(spec_.chunk_elements()) + " held on chip");
   if (family.rows_forward && p.op == Op::fwd && p.layout == Layout::channels_last) {
-    const std::int64_t columns = p.channels_per_group() / v, held = onchip_cl_rows(spec_.block, spec_.per_thread, columns);
+    const std::int64_t columns = p.channels_per_group() / v;
+    const std::int64_t held = onchip_cl_rows(spec_.block, spec_.per_thread, columns);
     if (p.spatial_size() > held)
       return no("the group's " + std::to_string(p.spatial_size()) + " positions exceed the " + std::to_string(held) +
                 " rows a workgroup of " + std::to_string(spec_.block) + " holds at " + std::to_string(columns) +

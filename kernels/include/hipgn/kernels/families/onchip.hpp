@@ -94,8 +94,8 @@ __device__ __forceinline__ void fwd_onchip_span(const Params& p, const GroupView
 // loaded once, beside x, off the chain after the reductions. The flat mapping (vector q of the
 // group at thread q % block) located each vector with a division and read gamma and beta per
 // element after the reductions: sd15_16x640 (C/G = 20, 2560 vectors of 2 in 1024 threads) ran
-// ~800 instructions a wavefront for under three vectors a thread (bench/NOTES.md, "Apex's
-// one-pass kernel, and the onchip forward by rows").
+// ~800 instructions a wavefront for under three vectors a thread (bench/NOTES.md, "The
+// channels-last onchip forward by rows").
 template <typename Traits>
 __device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView<Traits>& view, std::int64_t group) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
@@ -140,7 +140,8 @@ __device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView
     if (active && r0 + e * R < rows) {
       float out[V];
 #pragma unroll
-      for (int i = 0; i < V; ++i) out[i] = activate<Traits::kActivation>((v[e][i] - mean) * scale[i] + beta[i], p.swish_beta);
+      for (int i = 0; i < V; ++i)
+        out[i] = activate<Traits::kActivation>((v[e][i] - mean) * scale[i] + beta[i], p.swish_beta);
       store_vec<V>(y + e * step, out);
     }
   }
