@@ -186,6 +186,16 @@ BWD_PRESETS = {
         ("onchip", 256, "max", 1),
         ("onchip", 256, "max", 2),
         ("onchip", 256, 2, 8),
+        # channels-last only (families.fits: the channels-first flat mapping holds fp32 terms):
+        # groups of up to 8K and 16K elements in 16-byte vectors, 16K and 32K in 4-byte. Not
+        # 32K in 16-byte (512 x 8 x 8 spilled up to 744 bytes in bf16 and ran 1.1x behind 1024
+        # x 2 x 16 on sd15_16x2560), nor 1024 threads (1024 x 2 x 16, 64 registers a thread,
+        # spilled up to 300 bytes in bf16 and ran 1.1-1.2x behind 512 x 2 x 32 there; bench/
+        # NOTES.md, "The channels-last onchip backward by rows")
+        ("onchip", 256, "max", 4),
+        ("onchip", 512, "max", 4),
+        ("onchip", 512, 2, 16),
+        ("onchip", 512, 2, 32),
         ("looped", 256, "max", 1),
         ("looped", 256, 2, 1),
         ("split", 256, "max", 4),
@@ -209,8 +219,8 @@ def dropped(preset: str) -> dict:
     return {"fwd": _FWD_DROPPED, ",".join(BWD_OPS): _BWD_DROPPED}
 
 
-def _fits(op: str, layout: str, family: str, block: int, vector: int, per_thread: int) -> bool:
-    return families.fits(op, layout, family, block, vector, per_thread)  # its ops, static limits
+def _fits(op: str, layout: str, family: str, block: int, vector: int, per_thread: int, x: str) -> bool:
+    return families.fits(op, layout, family, block, vector, per_thread, DTYPE_BYTES[x])  # its ops, static limits
 
 
 def enumerate_specs(preset: str) -> list[InstanceSpec]:
@@ -226,6 +236,6 @@ def specs_of(fwd_configs: list, bwd_configs: list) -> list[InstanceSpec]:
     for (x, gamma), layout, act, (op, (family, block, vector, per_thread)) in itertools.product(
             DTYPE_PAIRS, LAYOUTS, ACTIVATIONS, configs):
         v = _vmax(x) if vector == "max" else vector
-        if _fits(op, layout, family, block, v, per_thread):
+        if _fits(op, layout, family, block, v, per_thread, x):
             specs.add(InstanceSpec(op, x, gamma, layout, act, family, block, v, per_thread))
     return sorted(specs)

@@ -14,10 +14,18 @@ from typing import Optional
 
 from .vocabulary import FAMILIES, LAYOUTS, OPS
 
-# The backward's onchip kernels stage per-channel sums in shared memory: block * per_thread
-# slots (channels-first) or * vector (channels-last), two float arrays of 16 KB each at most
-# (families/onchip.hpp asserts the same constant, kBwdStagedSlots).
+# The backward's onchip kernels stage per-channel sums in shared memory: channels-first a slot per
+# vector held (block * per_thread), channels-last a slot per thread and channel of its vector
+# column (block * vector: fwd's rows mapping, families/onchip.hpp bwd_onchip_rows); two float
+# arrays of 16 KB each at most (families/onchip.hpp asserts the same constant, kBwdStagedSlots).
 BWD_STAGED_SLOTS = 4096
+
+# The onchip backward holds x and dy of its vectors in registers, a workgroup's at most:
+# channels-first as fp32 terms, a quarter of the 256 KB register file (the 256 x 16-byte x 4
+# configuration, 64 KB, spilled 16 bytes: enumerate.SPILLS); channels-last as loaded, half of it
+# (bwd_onchip_rows keeps the fp32 terms where they fit the same half, else loads' bits and
+# computes the terms again for dx).
+BWD_ONCHIP_HELD_BYTES = {"cf": 32 << 10, "cl": 128 << 10}
 
 # The channels-first forward of a family that peels it (peels_forward) takes the peeled path with
 # 16-byte vectors only: the 1024-thread, 4-byte-vector onchip instance spilled 48 bytes with it
@@ -54,18 +62,18 @@ class FamilyDescriptor:
     # its channels-first forward also peels runs the vector does not divide or align (a scalar
     # head and tail around 16-byte vectors: Params::span), as every grid family's backward does
     peels_forward: bool = False
-    # its channels-last forward holds a group as rows: a thread keeps one vector column and walks
-    # the rows block / columns apart, so a workgroup holds per_thread * (block / columns) rows
+    # channels-last, it holds a group as rows: a thread keeps one vector column and walks the
+    # rows block / columns apart, so a workgroup holds per_thread * (block / columns) rows
     # (params.hpp: onchip_cl_rows), fewer than its capacity where block is not a multiple of
     # the columns
-    rows_forward: bool = False
+    rows_channels_last: bool = False
 
 
 DESCRIPTORS = {d.name: d for d in (
     FamilyDescriptor("onchip", OPS.names, holds_group=True, splits_group=False, persistent=False,
                      generic_vector=None, chunk_order=-1,
                      why="the tightest fit leaves the fewest threads idle", gamma_beta_arrivals=True,
-                     peels_forward=True, rows_forward=True),
+                     peels_forward=True, rows_channels_last=True),
     FamilyDescriptor("looped", OPS.names, holds_group=False, splits_group=False, persistent=False,
                      generic_vector=1, chunk_order=+1,
                      why="more loads in flight per workgroup hide more latency", uneven_groups=True,
@@ -93,8 +101,9 @@ DESCRIPTORS = {d.name: d for d in (
 assert tuple(DESCRIPTORS) == FAMILIES.names, "one descriptor per family, in the vocabulary's order"
 
 
-def fits(op: str, layout: str, family: str, block: int, vector: int, per_thread: int) -> bool:
-    """Whether the family has a kernel for the op and the configuration is within its static limits."""
+def fits(op: str, layout: str, family: str, block: int, vector: int, per_thread: int, x_bytes: int) -> bool:
+    """Whether the family has a kernel for the op and the configuration (vector elements of
+    x_bytes each) is within its static limits."""
     d = DESCRIPTORS[family]
     if op not in d.ops or layout not in d.layouts:
         return False
@@ -105,5 +114,12 @@ def fits(op: str, layout: str, family: str, block: int, vector: int, per_thread:
     if d.backward_max_per_thread is not None and per_thread > d.backward_max_per_thread:
         return False
     if d.holds_group:
-        return block * per_thread * (vector if layout == "cl" else 1) <= BWD_STAGED_SLOTS
+        held = 2 * block * per_thread * vector * (x_bytes if layout == "cl" else 4)
+        return bwd_staged_slots(layout, block, vector, per_thread) <= BWD_STAGED_SLOTS and \
+            held <= BWD_ONCHIP_HELD_BYTES[layout]
     return True
+
+
+def bwd_staged_slots(layout: str, block: int, vector: int, per_thread: int) -> int:
+    """The onchip backward's shared-memory slots a sum array (BWD_STAGED_SLOTS)."""
+    return block * per_thread if layout == "cf" else block * vector

@@ -48,8 +48,8 @@ class InstanceSpec:
             raise ValueError(f"block {self.block} is not a power of two in [64, 1024]")
         if self.vector * DTYPE_BYTES[self.x_dtype] > 16 or self.vector not in (1, 2, 4, 8):
             raise ValueError(f"vector {self.vector} of {self.x_dtype} is over 16 bytes")
-        if not 1 <= self.per_thread <= 16:
-            raise ValueError(f"per_thread {self.per_thread} out of [1, 16]")
+        if not 1 <= self.per_thread <= 32:
+            raise ValueError(f"per_thread {self.per_thread} out of [1, 32]")
 
     @property
     def name(self) -> str:

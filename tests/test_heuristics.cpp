@@ -159,9 +159,9 @@ TEST(Heuristics, UnevenGroupsGoToFamiliesThatRunThem) {
 // The channels-last resident backward: the fewest slices, except where they leave more than
 // half the compute units idle (heuristics.cpp, better_resident; bench/heuristic_check.py).
 TEST(Heuristics, ResidentChannelsLastBackwardSpreadsFewSamples) {
-  // (sd15_32x960, where the tie-break below was measured, streams now: the same C at 8 samples
-  // of 16x16, many groups at 29 KB a compute unit, is resident)
-  const Shape layer_norm{2, 64, {32, 32}, 1}, sd{8, 960, {16, 16}, 32};
+  // (sd15_32x960, where the tie-break below was measured, is onchip's now: the same C at 8
+  // samples of 16x16 in 40 groups, 2.4 a compute unit at 29 KB, is resident)
+  const Shape layer_norm{2, 64, {32, 32}, 1}, sd{8, 960, {16, 16}, 40};
   if (!reaches(Family::resident, layer_norm, Layout::channels_last, Op::bwd)) GTEST_SKIP() << "no resident backward";
   auto residents = [](const Problem& p) {
     std::vector<const Instance*> out;
@@ -467,13 +467,14 @@ void expect_families(std::initializer_list<FamilyCase> cases, Layout layout, Op 
   }
 }
 
-// The channels-last backward below 24 KB of x a compute unit (heuristics.cpp,
-// kSplitClBwdBytesPerCu; bench/NOTES.md, "Backward dispatch from every instance's time").
-TEST(Heuristics, SmallChannelsLastBackwardsSplitOrStreamFewGroupsAndLoopTinyOnes) {
-  expect_families({// sd15_16x640 (C/G = 20, 0.66 MB, 5 KB a compute unit): split; g16_32x640 (C/G = 40,
-                   // 2.6 MB, 20 KB) and sd15_32x320 (1.3 MB, 10 KB): from 8 KB, stream
-                   FamilyCase{{2, 640, {16, 16}, 32}, Family::split}, FamilyCase{{2, 640, {32, 32}, 16}, Family::stream},
-                   FamilyCase{{2, 320, {32, 32}, 32}, Family::stream},
+// The channels-last backward of few groups (heuristics.cpp: the onchip rule, kSplitClBwdBytesPerCu;
+// bench/NOTES.md, "Backward dispatch from every instance's time", "The channels-last onchip
+// backward by rows").
+TEST(Heuristics, SmallChannelsLastBackwardsHoldOrStreamFewGroupsAndLoopTinyOnes) {
+  expect_families({// sd15_16x640 (C/G = 20, 5120 elements) and sd15_32x320 (10240) in a workgroup each;
+                   // g16_32x640 (C/G = 40, 40960 elements, past 32K; 20 KB a compute unit): stream
+                   FamilyCase{{2, 640, {16, 16}, 32}, Family::onchip}, FamilyCase{{2, 640, {32, 32}, 16}, Family::stream},
+                   FamilyCase{{2, 320, {32, 32}, 32}, Family::onchip},
                    // instance_norm_32x64 (C/G = 1, no vector for onchip or split): looped
                    FamilyCase{{2, 64, {32, 32}, 64}, Family::looped},
                    // layer_norm_32x64 (2 groups of 65536): neither split into many slices nor looped
@@ -485,14 +486,26 @@ TEST(Heuristics, SmallChannelsLastBackwardsSplitOrStreamFewGroupsAndLoopTinyOnes
                   Layout::channels_last, Op::bwd);
 }
 
-TEST(Heuristics, OnchipBackwardTakes256ThreadsOver128) {
-  // det 7x11 C=256 channels-last (616-element groups): 256 x 8 5.9 us against 128 x 8 6.5
-  if (!Registry::global().find("gn_bwd_f16_f16_cl_swish_onchip_b128_v8_e1"))
-    GTEST_SKIP() << "no onchip backward of 128 threads in this build";
-  const Instance* inst = choose({2, 256, {7, 11}, 32}, Layout::channels_last, DataType::f16, Op::bwd);
-  ASSERT_NE(inst, nullptr);
-  EXPECT_EQ(inst->spec().family, Family::onchip) << inst->name();
-  EXPECT_EQ(inst->spec().block, 256) << inst->name();
+// The channels-last onchip backward walks rows as the forward does, and takes its instance by
+// the same tie-break: the widest vector, then the most threads up to 512 that each get a
+// vector, else the fewest (heuristics.cpp, better(); bench/NOTES.md, "The channels-last onchip
+// backward by rows").
+TEST(Heuristics, OnchipChannelsLastBackwardTakesTheForwardsThreads) {
+  struct Case {
+    Shape s;
+    const char* want;
+  };
+  // sd15_16x640 7.8 us against 1024 threads' 9.7; sd15_8x2560 7.8 against 256 x 8 x 4's 8.4;
+  // sd15_32x640 the one instance that holds it; hw1_512 5.1 against 512 x 8 x 4's 8.6
+  for (const Case& c : {Case{{2, 640, {16, 16}, 32}, "gn_bwd_f16_f16_cl_swish_onchip_b512_v2_e16"},
+                        Case{{2, 2560, {8, 8}, 32}, "gn_bwd_f16_f16_cl_swish_onchip_b512_v8_e4"},
+                        Case{{2, 640, {32, 32}, 32}, "gn_bwd_f16_f16_cl_swish_onchip_b1024_v2_e16"},
+                        Case{{8, 512, {1}, 32}, "gn_bwd_f16_f16_cl_swish_onchip_b128_v8_e1"}}) {
+    if (!Registry::global().find(c.want)) continue;  // a smaller preset
+    const Instance* inst = choose(c.s, Layout::channels_last, DataType::f16, Op::bwd);
+    ASSERT_NE(inst, nullptr);
+    EXPECT_EQ(inst->name(), c.want);
+  }
 }
 
 // The channels-first backward reads peeled runs (families/grid.hpp): a spatial size the vector

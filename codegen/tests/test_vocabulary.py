@@ -135,7 +135,7 @@ class Families(unittest.TestCase):
 
     def test_enumeration_keeps_to_each_family(self):
         from codegen import enumerate as enum
-        from codegen.families import BWD_STAGED_SLOTS, DESCRIPTORS
+        from codegen.families import BWD_STAGED_SLOTS, DESCRIPTORS, bwd_staged_slots
         for s in enum.enumerate_specs("default"):
             d = DESCRIPTORS[s.family]
             self.assertIn(s.op, d.ops, s.name)
@@ -143,7 +143,7 @@ class Families(unittest.TestCase):
                 self.assertIn(s.layout, d.backward_layouts, s.name)
                 self.assertLessEqual(s.per_thread, d.backward_max_per_thread or s.per_thread, s.name)
             if s.op != "fwd" and d.holds_group:
-                self.assertLessEqual(s.block * s.per_thread * (s.vector if s.layout == "cl" else 1), BWD_STAGED_SLOTS)
+                self.assertLessEqual(bwd_staged_slots(s.layout, s.block, s.vector, s.per_thread), BWD_STAGED_SLOTS)
 
     def test_the_kernels_assert_the_generated_limit(self):
         from codegen import render

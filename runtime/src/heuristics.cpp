@@ -26,8 +26,9 @@ constexpr double kSmallBytesPerCu = 96 << 10;
 constexpr double kTinyBytesPerCu = 8 << 10;
 // The channels-last forward's resident family below this many bytes of x a compute unit (below).
 constexpr double kResidentClFwdBytesPerCu = 48 << 10;
-// The onchip forward's most threads a workgroup where fewer hold the group too (better()).
-constexpr int kOnchipFwdMostThreads = 512;
+// The onchip forward's (and channels-last backward's) most threads a workgroup where fewer hold
+// the group too (better()).
+constexpr int kOnchipMostThreads = 512;
 // The channels-first forward's stream family from this many bytes of x a compute unit (below),
 // and up to which its instance of one 512-thread workgroup a compute unit (per_thread 2) wins.
 constexpr double kStreamCfFwdBytesPerCu = 60 << 10;
@@ -153,11 +154,15 @@ RuleTables sm_90() {
       {Family::looped, kAny, 0, "the group loops: x read twice"},
   };
   std::vector<Rule> backward = {
-      // Channels-last, measured on an H100, fp16 SiLU, L2-cold (bench/NOTES.md, "Resident
-      // backward"; bench/results/resident_bwd_cl/). Few groups of at most 4096 elements: a
-      // workgroup per group holding it (det_13x21x256 onchip 9.9 us, resident 16.4;
-      // sd15_8x1280 9.7 against 18.5; hw1_512 at 256 groups 5.6 against 7.9).
-      {Family::onchip, 2.0, 0, "channels-last: few groups that fit on chip", 4096, Rule::kChannelsLast},
+      // Channels-last, few groups that one workgroup holds (up to 32K elements since the
+      // backward walks a group's rows, bwd_onchip_rows): a workgroup per group, x and dy read
+      // once, one launch. Measured on an H100, fp16 SiLU, L2-cold, every instance (bench/NOTES.md,
+      // "The channels-last onchip backward by rows"): sd15_16x640 onchip 7.9 us against split
+      // 12.1; sd15_32x320 10.4 against stream 15.2; sd15_32x640 (20480 elements) 13.4 against
+      // 18.6; sd15_16x2560 14.5 against split 16.1; det_13x21x256 5.8 against 7.7 (earlier,
+      // resident 16.4); hw1_512 at 256 groups 5.6 against 7.8. Not many groups: r50_7x2048_n32
+      // (1024 groups) stream 23.6 against onchip 26.2.
+      {Family::onchip, 2.0, 0, "channels-last: few groups that fit on chip", 32768, Rule::kChannelsLast},
       // Channels-last, measured on an H100, fp16 SiLU, L2-cold, every instance (bench/NOTES.md,
       // "The stream backward"). The stream family (stream_bwd.hpp) reads x and dy twice in two
       // pure streams and pays ~15 us of fixed latency; from ~4 MB of x it beats the resident
@@ -403,26 +408,29 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     if (x.per_thread != y.per_thread) return x.per_thread < y.per_thread;
     return x.block > y.block;
   }
-  if (x.family == Family::onchip && p.op == Op::fwd && x.block != y.block) {
-    // the forward: the most threads, up to 512, that each still get a vector of the group
+  if (x.family == Family::onchip && (p.op == Op::fwd || p.layout == Layout::channels_last) && x.block != y.block) {
+    // the forward, and the channels-last backward (both walk a group's rows there): the most
+    // threads, up to 512, that each still get a vector of the group
     // (channels-last, rows walked: SD 16x16 C=1280, 1280 vectors of 8: 512 x 8 6.0 us against
     // 256 x 8 7.3; SD 8x8 C=2560, 640 of 8: 512 x 8 4.9 against 256 x 4 5.0; past 512 more
     // threads cost: SD 16x16 C=640, 2560 of 2: 512 x 16 5.3 against 1024 x 16 6.2; SD 16x16
     // C=1920: 6.8 against 7.4; SD 32x32 C=320: 7.9 against 8.3; bench/NOTES.md, "The
     // channels-last onchip forward by rows"), and where no block is that small the smallest
-    // (det 7x11 C=256, 77 vectors: 128 x 1 3.2 us against 512 x 8 3.9)
+    // (det 7x11 C=256, 77 vectors: 128 x 1 3.2 us against 512 x 8 3.9). The backward the
+    // same (bench/NOTES.md, "The channels-last onchip backward by rows": SD 8x8 C=2560 512 x 8
+    // 7.8 us against 256 x 8 8.4; SD 16x16 C=640 512 x 2 7.8 against 1024 x 2 9.7; SD 32x32
+    // C=320 10.4 against 11.5; hw1_512 128 x 8 5.1 against 512 x 8 8.6).
     const std::int64_t vectors = p.group_elements() / x.vector;
     const bool fill_a = x.block <= vectors, fill_b = y.block <= vectors;
     if (fill_a != fill_b) return fill_a;
     if (!fill_a) return x.block < y.block;
-    const bool cap_a = x.block <= kOnchipFwdMostThreads, cap_b = y.block <= kOnchipFwdMostThreads;
+    const bool cap_a = x.block <= kOnchipMostThreads, cap_b = y.block <= kOnchipMostThreads;
     if (cap_a != cap_b) return cap_a;
     return cap_a ? x.block > y.block : x.block < y.block;
   }
   if (x.family == Family::onchip && p.op != Op::fwd && x.block != y.block) {
-    // the backward: 256 threads over 128, where both hold the group (channels-last det 7x11
-    // C=256: 256 x 8 5.9 us against 128 x 8 6.5; hw1_512 5.0 against 5.5; channels-first
-    // instance_norm_32x64 5.4 against 5.6)
+    // the channels-first backward: 256 threads over 128, where both hold the group
+    // (instance_norm_32x64 5.4 us against 5.6)
     return x.block > y.block;
   }
   const int order = describe(x.family).chunk_order;

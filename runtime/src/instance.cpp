@@ -218,7 +218,7 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
   if (family.holds_group && p.group_elements() > spec_.chunk_elements())
     return no("the group's " + std::to_string(p.group_elements()) + " elements exceed the " +
               std::to_string(spec_.chunk_elements()) + " held on chip");
-  if (family.rows_forward && p.op == Op::fwd && p.layout == Layout::channels_last) {
+  if (family.rows_channels_last && p.layout == Layout::channels_last) {
     const std::int64_t columns = p.channels_per_group() / v;
     const std::int64_t held = onchip_cl_rows(spec_.block, spec_.per_thread, columns);
     if (p.spatial_size() > held)

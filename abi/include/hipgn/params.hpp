@@ -66,10 +66,10 @@ HIPGN_HD std::int64_t floor_div(std::int64_t a, std::int64_t b, double rcp) {
   return q;
 }
 
-// The channels-last onchip forward (families/onchip.hpp, fwd_onchip_rows): a thread keeps one
-// vector column of the group's rows (C/G / vector columns a row) and walks the rows (positions)
-// block / columns apart, so a workgroup holds per_thread * (block / columns) rows; none where a
-// row has more columns than the workgroup threads.
+// The channels-last onchip kernels (families/onchip.hpp, fwd_onchip_rows, bwd_onchip_rows): a
+// thread keeps one vector column of the group's rows (C/G / vector columns a row) and walks the
+// rows (positions) block / columns apart, so a workgroup holds per_thread * (block / columns)
+// rows; none where a row has more columns than the workgroup threads.
 HIPGN_HD constexpr std::int64_t onchip_cl_rows(int block, int per_thread, std::int64_t columns) {
   return columns > block ? 0 : per_thread * (block / columns);
 }

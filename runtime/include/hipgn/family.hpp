@@ -23,7 +23,7 @@ struct FamilyDescriptor {
   bool uneven_groups;         // runs opt-in uneven groups (Problem::uneven_groups)
   bool gamma_beta_arrivals;   // backward: dgamma/dbeta by the last of a group's samples (Instance::counter_bytes)
   bool peels_forward;         // channels-first forward: peels runs as the backward does (Params::span)
-  bool rows_forward;          // channels-last forward: a group as rows, block / columns at once (onchip_cl_rows)
+  bool rows_channels_last;    // channels-last: a group as rows, block / columns at once (onchip_cl_rows)
 };
 
 const FamilyDescriptor& describe(Family);

@@ -324,28 +324,133 @@ __device__ __forceinline__ void bwd_onchip_span(const Params& p, const GroupView
   }
 }
 
-// Family onchip: one workgroup per group, x and dy read once into registers. The per-channel
-// sums go through shared memory (one slot per vector channels-first, per element channels-
-// last) and are added up a wavefront per channel, in a fixed order.
+// Family onchip, channels-last: the forward's rows mapping (fwd_onchip_rows) for the backward.
+// A thread keeps one vector column of the group and walks its rows R = block / columns apart,
+// so its V channels' sums of dy' and dy' (x - mean) stay in registers over its rows and only
+// R partials a channel meet in shared memory (a slot per thread and channel, block x V), where
+// the flat mapping staged a slot per element (which capped a group at 4096 elements) and
+// located every vector by a division. x and dy are held as loaded (16-bit types: half the
+// registers) where fp32 terms would not fit a thread's share of the register file, and their
+// terms computed again for dx (bench/NOTES.md, "The channels-last onchip backward by rows").
 template <typename Traits>
-__global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p) {
+__device__ __forceinline__ void bwd_onchip_rows(const Params& p, const GroupView<Traits>& view, std::int64_t sample,
+                                                std::int64_t g, float mean, float rstd, float* s1, float* s2,
+                                                GroupArrival& arrival) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
-  constexpr bool kChannelsFirst = Traits::kLayout == Layout::channels_first;
-  constexpr int kSlots = B * E * (kChannelsFirst ? 1 : V);
-  static_assert(kSlots <= kBwdStagedSlots, "the per-channel staging must fit in 32 KB of shared memory");
-  using X = typename Traits::XType;
-  __shared__ float s1[kSlots], s2[kSlots];
-  const std::int64_t group = blockIdx.x, sample = group_sample(p, group), g = group - sample * p.groups_per_sample;
-  const GroupView<Traits> view(p, group);
-  const float mean = p.mean[group], rstd = p.rstd[group];
-  GroupArrival arrival;
-  if constexpr (kPeels<Traits>)
-    if (p.span) {
-      extern __shared__ float staged[];
-      bwd_onchip_span<Traits>(p, view, sample, g, mean, rstd, staged, staged + p.group_elements, arrival);
-      arrival.finish(p, view, g);
-      return;
+  // fp32 terms of x and dy (2 E V registers) where they take at most half of a thread's 64K / B
+  constexpr bool kHoldTerms = 2 * E * V * B <= 32768;
+  using T = typename Traits::XType;
+  using VecT = Vec<T, V>;
+  const int columns = int(p.vectors_per_row.divisor), rows = int(p.spatial_size);
+  const int R = B / columns, t = threadIdx.x;
+  const int r0 = t / columns, column = t - r0 * columns;
+  // the rows this thread holds, and the most any thread of the workgroup holds
+  const int mine = r0 < R && r0 < rows ? min(E, (rows - r0 + R - 1) / R) : 0;
+  const int held = min(E, (rows + R - 1) / R);
+  const std::int64_t first = view.base + std::int64_t(r0) * p.row_stride + column * V;
+  const std::int64_t step = std::int64_t(R) * p.row_stride;
+  const T* xs = static_cast<const T*>(p.x) + first;
+  const T* dys = static_cast<const T*>(p.dy) + first;
+  // rows past mine stay zero (dy = 0 adds nothing to the sums): the loads and the dx stores
+  // test this thread's count, the sums only the workgroup's, `held`, a uniform branch (with
+  // this thread's count there too, ptxas kept the predicates in a register that it spilled,
+  // 4-16 bytes, in the dgb and dx kernels; with none, a workgroup of 16 vectors a thread
+  // holding 5 computed 16)
+  using Raw = Bits<VecT>;
+  Raw bx[E] = {}, bdy[E] = {};
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    if (e < mine) {
+      bx[e] = *reinterpret_cast<const Raw*>(xs + e * step);
+      bdy[e] = *reinterpret_cast<const Raw*>(dys + e * step);
     }
+  }
+  auto rx = [&](int e) { return from_bits<VecT>(bx[e]); };
+  auto rdy = [&](int e) { return from_bits<VecT>(bdy[e]); };
+  float gamma[V], beta[V];
+  vector_affine<Traits>(p, view.channel0 + column * V, gamma, beta);
+  BwdChannel k[V];
+#pragma unroll
+  for (int i = 0; i < V; ++i) k[i] = BwdChannel{mean, rstd, gamma[i] * rstd, beta[i]};
+  // c1 = sum dy', c2 = sum dy' (x - mean) over this thread's rows, a channel each
+  float c1[V] = {}, c2[V] = {};
+  float held_d[kHoldTerms ? E : 1][V], held_g[kHoldTerms ? E : 1][V];
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    if (e < held) {
+      float d[V], gr[V];
+      vector_terms<Traits::kActivation>(rx(e), rdy(e), k, p.swish_beta, d, gr);
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        c1[i] += gr[i];
+        c2[i] += gr[i] * d[i];
+        if constexpr (kHoldTerms) held_d[e][i] = d[i], held_g[e][i] = gr[i];
+      }
+    }
+  }
+  if (wants_channel_sums<Traits>(p)) {
+    // thread u's element i at slot i * kRowsSlots + rows_slot(u): a wavefront's stores are
+    // consecutive, and one channel's partials (threads r columns + column, a stride of columns)
+    // fall in distinct banks with a word of padding each 32 threads
+    constexpr int kRowsSlots = B + B / 32;
+    auto rows_slot = [](int u) { return u + u / 32; };
+    if (r0 < R) {
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        s1[i * kRowsSlots + rows_slot(t)] = c1[i];
+        s2[i * kRowsSlots + rows_slot(t)] = c2[i] * rstd;
+      }
+    }
+    __syncthreads();
+    constexpr int kWarps = B / kWarpSize;
+    const int lane = t % kWarpSize, warp = t / kWarpSize;
+    for (int c = warp; c < columns * V; c += kWarps) {
+      const float *r1 = s1 + c % V * kRowsSlots, *r2 = s2 + c % V * kRowsSlots;
+      float t1 = 0.f, t2 = 0.f;  // channel c of row r: thread r columns + c / V, element c % V
+      for (int r = lane; r < R; r += kWarpSize) {
+        const int u = rows_slot(r * columns + c / V);
+        t1 += r1[u], t2 += r2[u];
+      }
+      store_warp_channel_sums(p, sample, view.channel0 + c, lane, t1, t2);
+    }
+    arrive_after_sums<Traits>(p, g, arrival);
+  }
+  if constexpr (kWritesDx<Traits>) {
+    // dx = rstd (gamma dy' - A/M - xhat B/M) = slope dy' + dslope (x - mean) + dconst
+    float ab[2] = {0.f, 0.f};
+#pragma unroll
+    for (int i = 0; i < V; ++i) ab[0] += gamma[i] * c1[i], ab[1] += gamma[i] * c2[i];
+    block_sum_array<B>(ab);
+    const float inv_m = 1.f / float(p.group_elements);
+    const float dconst = -rstd * ab[0] * inv_m, dslope = -rstd * rstd * rstd * ab[1] * inv_m;
+    T* dxs = static_cast<T*>(p.dx) + first;
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      if (e < mine) {
+        float d[V], gr[V];
+        if constexpr (kHoldTerms) {
+#pragma unroll
+          for (int i = 0; i < V; ++i) d[i] = held_d[e][i], gr[i] = held_g[e][i];
+        } else {
+          vector_terms<Traits::kActivation>(opaque(rx(e)), opaque(rdy(e)), k, p.swish_beta, d, gr);
+        }
+#pragma unroll
+        for (int i = 0; i < V; ++i) d[i] = fmaf(k[i].slope, gr[i], fmaf(dslope, d[i], dconst));
+        store_global(dxs + e * step, narrow<T, V>(d));
+      }
+    }
+  }
+}
+
+// Family onchip, channels-first, the group's body aligned: vector q of the group at thread
+// q % block, x and dy in registers; the per-channel sums one slot per vector in shared memory,
+// channel c's the contiguous slots of its row, added up a wavefront per channel.
+template <typename Traits>
+__device__ __forceinline__ void bwd_onchip_aligned(const Params& p, const GroupView<Traits>& view, std::int64_t sample,
+                                                   std::int64_t g, float mean, float rstd, float* s1, float* s2,
+                                                   GroupArrival& arrival) {
+  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
+  using X = typename Traits::XType;
   float x[E][V], dy[E][V];
   float ab[2] = {0.f, 0.f};
 #pragma unroll
@@ -356,9 +461,9 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p
       view.locate(p, q, offset, channel);
       load_vec<V>(static_cast<const X*>(p.x) + offset, x[e]);
       load_vec<V>(static_cast<const X*>(p.dy) + offset, dy[e]);
+      const Affine<Traits> a(p, channel);
 #pragma unroll
       for (int i = 0; i < V; ++i) {
-        const Affine<Traits> a(p, kChannelsFirst ? channel : channel + i);
         backward_terms<Traits>(p, a, mean, rstd, x[e][i], dy[e][i]);
         ab[0] += a.gamma * dy[e][i];
         ab[1] += a.gamma * dy[e][i] * x[e][i];
@@ -370,16 +475,11 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p
     for (int e = 0; e < E; ++e) {
       const std::int64_t q = threadIdx.x + std::int64_t(e) * B;
       if (q >= p.vectors) continue;
-      if constexpr (kChannelsFirst) {
-        float t1 = 0.f, t2 = 0.f;
+      float t1 = 0.f, t2 = 0.f;
 #pragma unroll
-        for (int i = 0; i < V; ++i) t1 += dy[e][i], t2 += dy[e][i] * x[e][i];
-        s1[q] = t1;
-        s2[q] = t2;
-      } else {
-#pragma unroll
-        for (int i = 0; i < V; ++i) s1[q * V + i] = dy[e][i], s2[q * V + i] = dy[e][i] * x[e][i];
-      }
+      for (int i = 0; i < V; ++i) t1 += dy[e][i], t2 += dy[e][i] * x[e][i];
+      s1[q] = t1;
+      s2[q] = t2;
     }
     __syncthreads();
     constexpr int kWarps = B / kWarpSize;
@@ -387,16 +487,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p
     const std::int64_t per_row = std::int64_t(p.vectors_per_row.divisor);
     for (std::int64_t c = warp; c < p.channels_per_group; c += kWarps) {
       float t1 = 0.f, t2 = 0.f;
-      if constexpr (kChannelsFirst) {  // channel c is row c: slots c*per_row ...
-        for (std::int64_t k = lane; k < per_row; k += kWarpSize) t1 += s1[c * per_row + k], t2 += s2[c * per_row + k];
-      } else {  // channel c is element c % V of vector column c / V in every row
-        const std::int64_t rows = std::int64_t(p.vectors_per_row.div(std::uint64_t(p.vectors))), col = c / V,
-                           i = c % V;
-        for (std::int64_t r = lane; r < rows; r += kWarpSize) {
-          const std::int64_t slot = (r * per_row + col) * V + i;
-          t1 += s1[slot], t2 += s2[slot];
-        }
-      }
+      for (std::int64_t k = lane; k < per_row; k += kWarpSize) t1 += s1[c * per_row + k], t2 += s2[c * per_row + k];
       store_warp_channel_sums(p, sample, view.channel0 + c, lane, t1, t2);
     }
     arrive_after_sums<Traits>(p, g, arrival);
@@ -410,14 +501,40 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p
       if (q >= p.vectors) continue;
       std::int64_t offset, channel;
       view.locate(p, q, offset, channel);
+      const float gm = Affine<Traits>(p, channel).gamma;
       float dx[V];
 #pragma unroll
-      for (int i = 0; i < V; ++i) {
-        const float g = Affine<Traits>(p, kChannelsFirst ? channel : channel + i).gamma;
-        dx[i] = rstd * (g * dy[e][i] - a_mean - x[e][i] * b_mean);
-      }
+      for (int i = 0; i < V; ++i) dx[i] = rstd * (gm * dy[e][i] - a_mean - x[e][i] * b_mean);
       store_vec<V>(static_cast<X*>(p.dx) + offset, dx);
     }
+  }
+}
+
+// Family onchip: one workgroup per group, x and dy read once into registers. The per-channel
+// sums meet in shared memory (channels-first a slot per vector, channels-last a slot per thread
+// and channel) and are added up a wavefront per channel, in a fixed order.
+template <typename Traits>
+__global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p) {
+  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
+  constexpr bool kChannelsFirst = Traits::kLayout == Layout::channels_first;
+  constexpr int kSlots = kChannelsFirst ? B * E : B * V;
+  static_assert(kSlots <= kBwdStagedSlots, "the per-channel staging must fit in 32 KB of shared memory");
+  __shared__ float s1[kSlots + kSlots / 32], s2[kSlots + kSlots / 32];  // bwd_onchip_rows pads
+  const std::int64_t group = blockIdx.x, sample = group_sample(p, group), g = group - sample * p.groups_per_sample;
+  const GroupView<Traits> view(p, group);
+  const float mean = p.mean[group], rstd = p.rstd[group];
+  GroupArrival arrival;
+  if constexpr (kPeels<Traits>)
+    if (p.span) {
+      extern __shared__ float staged[];
+      bwd_onchip_span<Traits>(p, view, sample, g, mean, rstd, staged, staged + p.group_elements, arrival);
+      arrival.finish(p, view, g);
+      return;
+    }
+  if constexpr (!kChannelsFirst) {
+    bwd_onchip_rows<Traits>(p, view, sample, g, mean, rstd, s1, s2, arrival);
+  } else {
+    bwd_onchip_aligned<Traits>(p, view, sample, g, mean, rstd, s1, s2, arrival);
   }
   arrival.finish(p, view, g);
 }

@@ -35,28 +35,6 @@
 
 namespace hipgn::kernels {
 
-// A thread's constants for one channel of one sample: the group's mean, gamma * rstd (the
-// slope of z = gamma * xhat + beta in x), beta, and for dx the slope of dx in (x - mean) and
-// its constant: -rstd^2 B/M and -rstd A/M.
-struct StreamBwdChannel {
-  float mean, rstd, slope, beta;
-};
-
-// One vector of x and dy widened to x - mean (d) and dy' (g), channel by channel: what both
-// passes over the rows compute first.
-template <Activation kAct, typename VecT, int V>
-__device__ __forceinline__ void stream_bwd_terms(const VecT& rx, const VecT& rdy, const StreamBwdChannel (&k)[V],
-                                                 float swish_beta, float (&d)[V], float (&g)[V]) {
-  widen(rx, d);
-  widen(rdy, g);
-#pragma unroll
-  for (int i = 0; i < V; ++i) {
-    d[i] -= k[i].mean;
-    if constexpr (kAct != Activation::none)
-      g[i] *= activation_grad<kAct>(fmaf(k[i].slope, d[i], k[i].beta), swish_beta);
-  }
-}
-
 // Phase 3b of the kernel below: dx, items and rows in reverse.
 template <typename Traits, typename Channels, typename Clock>
 __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeometry<Traits>& sg, const float* affine,
@@ -92,7 +70,7 @@ __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeome
       if (t % kWarpSize == 0) red[g] = a * inv_m, red[groups + g] = b * inv_m;
     }
     __syncthreads();
-    StreamBwdChannel k[E][V];
+    BwdChannel k[E][V];
     float dslope[E][V], dconst[E][V];  // dx = slope dy' + dslope (x - mean) + dconst
 #pragma unroll
     for (int j = 0; j < E; ++j) {
@@ -131,7 +109,7 @@ __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeome
         for (int j = 0; j < E; ++j) {
           if (cols[j] >= 0 && m - u >= 0) {
             float d[V], g[V];
-            stream_bwd_terms<Traits::kActivation>(rx[u][j], rdy[u][j], k[j], p.swish_beta, d, g);
+            vector_terms<Traits::kActivation>(rx[u][j], rdy[u][j], k[j], p.swish_beta, d, g);
 #pragma unroll
             for (int i = 0; i < V; ++i) d[i] = fmaf(k[j][i].slope, g[i], fmaf(dslope[j][i], d[i], dconst[j][i]));
             dxs[(m - u) * sg.lane_stride + cols[j]] = narrow<T, V>(d);
@@ -174,10 +152,10 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
   }
   // the channels of column vector j of sample n (zeros past the row); gamma and beta V floats a
   // load, as stage_lane's stores: a thread's V channels one at a time are V-way bank conflicts
-  auto channels = [&](int n, int j, StreamBwdChannel(&kj)[V]) {
+  auto channels = [&](int n, int j, BwdChannel(&kj)[V]) {
     if (cols[j] < 0) {
 #pragma unroll
-      for (int i = 0; i < V; ++i) kj[i] = StreamBwdChannel{0.f, 0.f, 0.f, 0.f};
+      for (int i = 0; i < V; ++i) kj[i] = BwdChannel{0.f, 0.f, 0.f, 0.f};
       return;
     }
     float gm[V], bt[V];
@@ -187,7 +165,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     for (int i = 0; i < V; ++i) {
       const int gi = n * groups + int(p.cpg_div.div(std::uint32_t(cols[j] * V + i)));
       const float mean = p.mean[gi], rstd = p.rstd[gi];
-      kj[i] = StreamBwdChannel{mean, rstd, gm[i] * rstd, bt[i]};
+      kj[i] = BwdChannel{mean, rstd, gm[i] * rstd, bt[i]};
     }
   };
 
@@ -200,7 +178,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     std::int64_t base;
     int r0, rows;
     const int n = sg.locate(p, item, base, r0, rows);
-    StreamBwdChannel k[E][V];
+    BwdChannel k[E][V];
     float s1[E][V], s2[E][V];
 #pragma unroll
     for (int j = 0; j < E; ++j) {
@@ -229,7 +207,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
         for (int j = 0; j < E; ++j) {
           if (cols[j] >= 0 && m + u < mine) {
             float d[V], g[V];
-            stream_bwd_terms<kAct>(rx[u][j], rdy[u][j], k[j], p.swish_beta, d, g);
+            vector_terms<kAct>(rx[u][j], rdy[u][j], k[j], p.swish_beta, d, g);
 #pragma unroll
             for (int i = 0; i < V; ++i) {
               s1[j][i] += g[i];

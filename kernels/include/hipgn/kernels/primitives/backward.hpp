@@ -14,6 +14,8 @@
 
 #include <cstdint>
 
+#include "hipgn/kernels/primitives/activation.hpp"
+#include "hipgn/kernels/primitives/vector.hpp"
 #include "hipgn/params.hpp"
 #include "hipgn/platform.hpp"
 
@@ -34,6 +36,27 @@ __device__ __forceinline__ void store_channel_sums(const Params& p, std::int64_t
   float* w = p.workspace + (sample * p.channels + c) * 2;
   w[0] = s1;
   w[1] = s2;
+}
+
+// A thread's constants for one channel of one sample: the group's mean and rstd, gamma * rstd
+// (the slope of z = gamma * xhat + beta in x, and of dx in dy') and beta.
+struct BwdChannel {
+  float mean, rstd, slope, beta;
+};
+
+// One vector of x and dy as loaded, widened to x - mean (d) and dy' (g), channel by channel: what
+// the channels-last backwards (stream_bwd.hpp, onchip.hpp) compute first, and again for dx.
+template <Activation kAct, typename VecT, int V>
+__device__ __forceinline__ void vector_terms(const VecT& rx, const VecT& rdy, const BwdChannel (&k)[V], float swish_beta,
+                                             float (&d)[V], float (&g)[V]) {
+  widen(rx, d);
+  widen(rdy, g);
+#pragma unroll
+  for (int i = 0; i < V; ++i) {
+    d[i] -= k[i].mean;
+    if constexpr (kAct != Activation::none)
+      g[i] *= activation_grad<kAct>(fmaf(k[i].slope, d[i], k[i].beta), swish_beta);
+  }
 }
 
 }  // namespace hipgn::kernels

@@ -102,6 +102,42 @@ __device__ __forceinline__ void store_vec(T* p, const float (&in)[N]) {
   store_global(p, narrow<T, N>(in));
 }
 
+// A vector's bytes as 32-bit words, to hold in registers a word each: a Vec of 16-bit elements
+// is split into 16-bit values, a register each, once the compiler takes its struct apart (the
+// channels-last onchip backward's 512 x 2 x 32 in bf16 spilled 282 bytes holding Vecs, none
+// holding words; bench/NOTES.md, "The channels-last onchip backward by rows").
+template <typename VecT>
+struct alignas(sizeof(VecT)) Bits {
+  static_assert(sizeof(VecT) % 4 == 0, "whole words");
+  unsigned w[sizeof(VecT) / 4];
+};
+template <typename VecT>
+__device__ __forceinline__ VecT from_bits(const Bits<VecT>& b) {
+  VecT r;
+  __builtin_memcpy(&r, &b, sizeof(r));
+  return r;
+}
+
+// A vector's bits made opaque to the compiler: values computed from it after this point are not
+// merged with those computed before, so a kernel that keeps a vector as loaded (16-bit types:
+// half the registers of its fp32 terms) and computes its terms twice holds the bits, not the
+// terms. Without it the channels-last onchip backward kept its fp32 terms across its reductions
+// (1024 x 2 x 16 in bf16 spilled 472 bytes, 12 with it; bench/NOTES.md, "The channels-last
+// onchip backward by rows"). On AMD a no-op.
+template <typename T, int N>
+__device__ __forceinline__ Vec<T, N> opaque(Vec<T, N> r) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (sizeof(Vec<T, N>) % 4 == 0) {
+    unsigned w[sizeof(Vec<T, N>) / 4];
+    __builtin_memcpy(w, &r, sizeof(r));
+#pragma unroll
+    for (unsigned& x : w) asm volatile("" : "+r"(x));
+    __builtin_memcpy(&r, w, sizeof(r));
+  }
+#endif
+  return r;
+}
+
 // N floats to shared memory in one access where N * 4 is an access's size.
 template <int N>
 __device__ __forceinline__ void store_floats(float* p, const float (&in)[N]) {
