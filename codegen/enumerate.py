@@ -190,8 +190,8 @@ BWD_PRESETS = {
         # groups of up to 8K and 16K elements in 16-byte vectors, 16K and 32K in 4-byte. Not
         # 32K in 16-byte (512 x 8 x 8 spilled up to 744 bytes in bf16 and ran 1.1x behind 1024
         # x 2 x 16 on sd15_16x2560), nor 1024 threads (1024 x 2 x 16, 64 registers a thread,
-        # spilled up to 300 bytes in bf16 and ran 1.1-1.2x behind 512 x 2 x 32 there; bench/
-        # NOTES.md, "The channels-last onchip backward by rows")
+        # spilled up to 300 bytes in bf16 and ran 1.05-1.16x behind 512 x 2 x 32 there, fp16
+        # within 3% either way; bench/NOTES.md, "The channels-last onchip backward by rows")
         ("onchip", 256, "max", 4),
         ("onchip", 512, "max", 4),
         ("onchip", 512, 2, 16),

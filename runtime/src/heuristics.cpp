@@ -160,8 +160,8 @@ RuleTables sm_90() {
       // "The channels-last onchip backward by rows"): sd15_16x640 onchip 7.9 us against split
       // 12.1; sd15_32x320 10.4 against stream 15.2; sd15_32x640 (20480 elements) 13.4 against
       // 18.6; sd15_16x2560 14.5 against split 16.1; det_13x21x256 5.8 against 7.7 (earlier,
-      // resident 16.4); hw1_512 at 256 groups 5.6 against 7.8. Not many groups: r50_7x2048_n32
-      // (1024 groups) stream 23.6 against onchip 26.2.
+      // resident 16.4); hw1_512 at 256 groups 5.0-5.3 against resident 7.8. Not many groups:
+      // r50_7x2048_n32 (1024 groups) stream 23.6 against onchip 26.2.
       {Family::onchip, 2.0, 0, "channels-last: few groups that fit on chip", 32768, Rule::kChannelsLast},
       // Channels-last, measured on an H100, fp16 SiLU, L2-cold, every instance (bench/NOTES.md,
       // "The stream backward"). The stream family (stream_bwd.hpp) reads x and dy twice in two

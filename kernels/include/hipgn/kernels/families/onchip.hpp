@@ -519,7 +519,8 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p
   constexpr bool kChannelsFirst = Traits::kLayout == Layout::channels_first;
   constexpr int kSlots = kChannelsFirst ? B * E : B * V;
   static_assert(kSlots <= kBwdStagedSlots, "the per-channel staging must fit in 32 KB of shared memory");
-  __shared__ float s1[kSlots + kSlots / 32], s2[kSlots + kSlots / 32];  // bwd_onchip_rows pads
+  constexpr int kStaged = kChannelsFirst ? kSlots : kSlots + kSlots / 32;  // bwd_onchip_rows pads
+  __shared__ float s1[kStaged], s2[kStaged];
   const std::int64_t group = blockIdx.x, sample = group_sample(p, group), g = group - sample * p.groups_per_sample;
   const GroupView<Traits> view(p, group);
   const float mean = p.mean[group], rstd = p.rstd[group];
