@@ -12,7 +12,9 @@
 # The intervals (each kernel's PhaseClock laps; a lap inside the item loop sums over the
 # workgroup's items) are named in the summary. dtype as the profiler spells it (f16, bf16, f32),
 # e.g. PROBES="gn_fwd_f16_f16_cl_swish_stream_b512_v8_e1:2:320:128x128:32:f16:cl"; ACT (default swish)
-# the activation the profiler asks for, with the instance of it. Logs under $OUT.
+# the activation the profiler asks for, with the instance of it. Each workgroup's start and end
+# on the GPU's global timer give the launch's skew (start and end spread, first start to last end).
+# Logs under $OUT.
 set -uo pipefail
 OUT=${OUT:-/tmp/hipgn-out}
 mkdir -p "$OUT"
@@ -33,6 +35,7 @@ import statistics, sys
 names = {
     "fwd_stream_cl": ["phase 1 loads", "phase 1 reductions", "barrier 1", "merge", "barrier 2", "phase 3 scale, shift", "phase 3 rows"],
     "fwd_stream_cf": ["phase 1 sums", "phase 1 reductions", "barrier", "phase 2 merges", "phase 2 writes", "phase 1 setup", "phase 2 setup"],
+    "fwd_resident_cl": ["loads", "thread stats", "to groups", "exchange", "scale, shift", "stores issued", "start"],
     "bwd_stream_cl": ["phase 1 loads", "phase 1 reductions", "barrier 1", "phase 2", "barrier 2", "phase 3 setup", "phase 3 rows"],
 }
 lines = [l for l in open(sys.argv[1]) if l.startswith("phase_times ")]
@@ -48,6 +51,13 @@ per_launch = len({l.split(":", 1)[0] for l in lines})
 lines = lines[-int(sys.argv[3]) * per_launch:]
 rows = [l.split(":", 1)[1].split() for l in lines]
 mhz = float(sys.argv[2])
+if len(rows[0]) >= 10:  # each workgroup's start and end (global timer, ns): the launch's skew
+    launches = [rows[k:k + per_launch] for k in range(0, len(rows), per_launch)]
+    for name, col in (("start", 8), ("end", 9)):
+        spread = [max(int(r[col]) for r in L) - min(int(r[col]) for r in L) for L in launches]
+        print(f"  {name + ' spread':22s} {statistics.median(spread) / 1000:.2f} us median over {len(launches)} launches")
+    span = [max(int(r[9]) for r in L) - min(int(r[8]) for r in L) for L in launches]
+    print(f"  {'first start-last end':22s} {statistics.median(span) / 1000:.2f} us median")
 for i, name in enumerate(names.get(kernel, [f"interval {k + 1}" for k in range(8)])):
     v = [int(r[i]) for r in rows if int(r[i]) >= 0]
     if v:

@@ -24,7 +24,27 @@ struct PhaseClock {
 #if defined(HIPGN_PHASE_TIMES)
   long long sum[kIntervals] = {};
   long long last;
-  __device__ PhaseClock() { last = clock64(); }
+  unsigned long long start_ns;
+  __device__ static unsigned long long now_ns() {
+    unsigned long long t = 0;
+#if defined(__CUDA_ARCH__)
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+#endif
+    return t;
+  }
+  __device__ PhaseClock() { last = clock64(), start_ns = now_ns(); }
+  // lap(i) once `held` (registers a load fills) has arrived: a lap alone does not wait for
+  // loads, whose first use the compiler may place after it
+  template <typename H, int N>
+  __device__ void lap_after(int i, const H (&held)[N]) {
+    static_assert(sizeof(H) % 4 == 0, "whole words");
+    for (int k = 0; k < N; ++k) {
+      unsigned w[sizeof(H) / 4];
+      __builtin_memcpy(w, &held[k], sizeof(H));
+      for (unsigned x : w) asm volatile("" ::"r"(x));
+    }
+    lap(i);
+  }
   __device__ void lap(int i) {
     __syncthreads();
     const long long now = clock64();
@@ -35,11 +55,14 @@ struct PhaseClock {
     if (threadIdx.x != 0 || (blockIdx.x >= 4 && blockIdx.x % 16 != 0)) return;
     long long d[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
     for (int i = 0; i < kIntervals; ++i) d[i] = sum[i];
-    printf("phase_times %s block %d of %d: %lld %lld %lld %lld %lld %lld %lld %lld\n", kernel, int(blockIdx.x),
-           int(gridDim.x), d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]);
+    // then the workgroup's start and end on the GPU's global timer (ns): the launch's skew
+    printf("phase_times %s block %d of %d: %lld %lld %lld %lld %lld %lld %lld %lld %llu %llu\n", kernel,
+           int(blockIdx.x), int(gridDim.x), d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], start_ns, now_ns());
   }
 #else
   __device__ __forceinline__ void lap(int) {}
+  template <typename H, int N>
+  __device__ __forceinline__ void lap_after(int, const H (&)[N]) {}
   __device__ __forceinline__ void report(const char*) const {}
 #endif
 };
