@@ -238,15 +238,14 @@ inline constexpr std::int64_t kResidentMaxSmem = 200 * 1024;
 // Channels-last forward shared memory, in floats: the cluster exchange's slots first (2 x
 // slices x groups of the chunk pairs, where 1 < slices <= kClusterSlicesMax; 8-byte aligned
 // after the stages), per-lane channel means and M2 (2 x row_lanes x chunk; the first, at least
-// 2 x chunk, later holds scale and shift), per-group statistics (2 x groups of the chunk) and
-// gamma, beta of the chunk (2 x chunk, staged each item while its x is in flight).
+// 2 x chunk, later holds scale and shift) and per-group statistics (2 x groups of the chunk).
 HIPGN_HD std::int64_t resident_cl_slot_floats(std::int64_t chunk_groups, std::int64_t slices) {
   return slices > 1 && slices <= kClusterSlicesMax ? 4 * slices * chunk_groups : 0;
 }
 HIPGN_HD std::int64_t resident_cl_smem_floats(std::int64_t chunk, std::int64_t chunk_groups, std::int64_t row_lanes,
                                               std::int64_t slices) {
   return resident_cl_slot_floats(chunk_groups, slices) + 2 * (row_lanes > 2 ? row_lanes : 2) * chunk +
-         2 * chunk_groups + 2 * chunk;
+         2 * chunk_groups;
 }
 // The channels-last resident backward streams a sample cut into more slices than this (two
 // passes over x and dy, the second from L2 where it fits) instead of holding it on chip: the

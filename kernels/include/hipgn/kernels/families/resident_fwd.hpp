@@ -25,6 +25,7 @@
 #include "hipgn/kernels/primitives/cluster.hpp"
 #include "hipgn/kernels/primitives/exchange.hpp"
 #include "hipgn/kernels/primitives/persistent.hpp"
+#include "hipgn/kernels/primitives/phase_clock.hpp"
 #include "hipgn/kernels/primitives/reduce.hpp"
 #include "hipgn/kernels/primitives/target.hpp"
 #include "hipgn/kernels/primitives/vector.hpp"
@@ -356,6 +357,78 @@ __device__ __forceinline__ void lanes_to_groups(float* mean, float* m2, float* g
   __syncthreads();
 }
 
+// The same where a vector's V channels are one group's (C/G a multiple of V): lane l's partial
+// (mean, M2) of its j-th vector sit in mean[l * C / V + j], m2[...], each over V x (rows /
+// lanes) elements (V more where l < rows % lanes). A group's lanes x C/G / V partials are merged
+// by a team of threads in two passes over shared memory: the mean (the partials' means weighted
+// by their counts), then M2 = the sum of M2_e + n_e (mean_e - mean)^2, exact without a shift.
+// A team is as many threads as the groups leave (a power of two, no more than a group's
+// partials): part of a wavefront where the groups outnumber the wavefronts, several (their sums
+// met in `scratch`, a float a wavefront) where the groups are few. Each step is a tree: at
+// sd15_32x1280 (C/G = 40, 12 lanes), lanes_to_groups' one thread a channel over the lanes and
+// one a group over its 40 channels, with the staging of gamma and beta, took 3 us of an item
+// (bench/NOTES.md, "The channels-last resident forward's reduction").
+__device__ __forceinline__ void vectors_to_groups(const float* mean, const float* m2, float* gstat, float* scratch,
+                                                  int lanes, int groups, int cpg, int width, int rows) {
+  __syncthreads();
+  const int per = cpg / width, row = groups * per;  // entries a lane has of a group; of all groups
+  const int q = rows / lanes, r = rows - q * lanes, entries = lanes * per, t = int(threadIdx.x),
+            block = int(blockDim.x);
+  int ts = kWarpSize;
+  while (ts > 1 && (ts / 2 >= entries || block / ts < groups)) ts >>= 1;
+  if (ts == kWarpSize)
+    while (2 * ts * groups <= block && 2 * ts <= entries) ts *= 2;
+  const int team = t / ts, tl = t - team * ts, teams = block / ts;
+  // a team's threads as tj entries of a lane (the power of two that covers them, or the team)
+  // by ts / tj lanes: no division to place an entry
+  int tj = 1;
+  while (tj < per && tj < ts) tj <<= 1;
+  const int j0 = tl & (tj - 1), l0 = tl / tj, lstep = ts / tj;
+  const float inv_n = 1.f / (float(rows) * float(cpg));
+  const auto sums = [&](int g, float mu, bool second) {
+    float s = 0.f;
+    for (int l = l0; l < lanes; l += lstep) {
+      const float n = float((q + (l < r)) * width);
+      const float* ml = mean + l * row + g * per;
+      const float* m2l = m2 + l * row + g * per;
+      for (int j = j0; j < per; j += tj) {
+        const float d = ml[j] - mu;
+        s = second ? s + fmaf(n * d, d, m2l[j]) : fmaf(n, d, s);
+      }
+    }
+    return s;
+  };
+  const auto team_sum = [&](float s) {  // over the team, to each of its threads
+    for (int o = (ts < kWarpSize ? ts : kWarpSize) / 2; o > 0; o >>= 1) s += __shfl_xor(s, o, kWarpSize);
+    if (ts > kWarpSize) {  // uniform: every thread of the workgroup is here
+      const int w = t / kWarpSize, warps = ts / kWarpSize, w0 = w - w % warps;
+      if (t % kWarpSize == 0) scratch[w] = s;
+      __syncthreads();
+      s = 0.f;
+      for (int i = 0; i < warps; ++i) s += scratch[w0 + i];
+      __syncthreads();  // read before the next sum writes
+    }
+    return s;
+  };
+  if (ts > kWarpSize) {  // a team a group, one round
+    const bool valid = team < groups;
+    const float mu = team_sum(valid ? sums(team, 0.f, false) : 0.f) * inv_n;
+    const float m2g = team_sum(valid ? sums(team, mu, true) : 0.f);
+    if (valid && tl == 0) gstat[2 * team] = mu, gstat[2 * team + 1] = m2g;
+  } else {
+    // the loop's bound is the wavefront's first team's group: the same for all its lanes, which
+    // every shuffle needs; a team past the groups reads nothing and writes nothing
+    for (int gb = team - team % (kWarpSize / ts); gb < groups; gb += teams) {
+      const int g = gb + team % (kWarpSize / ts);
+      const bool valid = g < groups;
+      const float mu = team_sum(valid ? sums(g, 0.f, false) : 0.f) * inv_n;
+      const float m2g = team_sum(valid ? sums(g, mu, true) : 0.f);
+      if (valid && tl == 0) gstat[2 * g] = mu, gstat[2 * g + 1] = m2g;
+    }
+  }
+  __syncthreads();
+}
+
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>) fwd_resident_cl_kernel(Params p) {
   constexpr int V = Traits::kVectorSize, E = Traits::kPerThread;
@@ -363,12 +436,16 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
   using Gm = typename Traits::GammaType;
   using VecT = Vec<T, V>;
   extern __shared__ __align__(16) unsigned char dynamic_smem[];
+  __shared__ float scratch[Traits::kBlockSize / kWarpSize];  // vectors_to_groups' wavefront sums
   // A unit is `cc` channels of a sample (whole groups, `chunks` to a sample); a row of it is
   // cv_count vectors, row_vectors apart in x.
   const int c = int(p.channels), cc = p.chunk_channels, cv_count = cc / V, row_vectors = c / V, lanes = p.row_lanes;
   const int cpg = int(p.channels_per_group), groups = cc / cpg, chunks = c / cc;
   const int t = threadIdx.x;
   const bool active = t < lanes * cv_count;
+  // a vector's channels are one group's: merged over them in registers, then vectors_to_groups
+  // (at 64 registers, E = 2, that second path made ptxas spill 200 bytes, 24 without it)
+  const bool whole = E >= 4 && cpg % V == 0;
   const int cv = active ? t % cv_count : 0, lane = active ? t / cv_count : 0;
   // a slice of whole rows is one contiguous span, which the bulk copy engine reads
   const bool slab = cc == c;
@@ -380,10 +457,9 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
   float* slots = reinterpret_cast<float*>(dynamic_smem);
 #endif
   float* red = slots + resident_cl_slot_floats(groups, p.slices);  // the cluster's pairs first
-  float* red_mean = red;                              // lanes x cc, later scale and shift
+  float* red_mean = red;  // lanes x cc (x cc / V where whole), later scale and shift (2 x cc)
   float* red_m2 = red + (lanes > 2 ? lanes : 2) * cc;  // lanes x cc
   float* gstat = red_m2 + (lanes > 2 ? lanes : 2) * cc;  // per group: (mean, M2), then (mean, rstd)
-  float* affine = gstat + 2 * groups;                  // gamma, beta of the item's chunk
 #if defined(HIPGN_CLUSTERS)
   __shared__ std::uint64_t exchange_bars[2];
   const ClusterPairs exchange{reinterpret_cast<float2*>(slots), exchange_bars, int(p.slices), groups};
@@ -410,6 +486,8 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
     for (int k = 0; k < 2; ++k)
       if (blockIdx.x + std::int64_t(k) * gridDim.x < p.items) issue(blockIdx.x + std::int64_t(k) * gridDim.x, k);
 #endif
+  PhaseClock<7> phases;
+  phases.lap(6);
   int k = 0;
   for (std::int64_t item = blockIdx.x; item < p.items; item += gridDim.x, ++k) {
     const std::int64_t unit = std::int64_t(p.slices_div.div(std::uint64_t(item))), slice = item - unit * p.slices;
@@ -417,8 +495,11 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
     const int c0 = int(unit - n * chunks) * cc;
     const int rows = rows_of(slice);
     const std::int64_t first = (n * hw + slice * rows_per_slice) * c + c0;
-    // this thread's vectors: rows e * lanes + lane, column cv; widened once to fp32 registers
-    float v[E][V];
+    // this thread's vectors: rows e * lanes + lane, column cv; held as loaded (16-bit types: half
+    // the registers of fp32, which spilled 56-316 bytes at 64-128 registers) and widened where
+    // used (vector.hpp, Bits; opaque keeps the widenings apart)
+    using Raw = Bits<VecT>;
+    Raw raw[E] = {};  // zeros past the slice
     {
       const VecT* src = reinterpret_cast<const VecT*>(x + first);
 #if defined(HIPGN_BULK_COPY)
@@ -428,39 +509,57 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
       }
 #endif
 #pragma unroll
-      for (int e = 0; e < E; ++e) {
-        if (active && e * lanes + lane < rows) widen(src[(e * lanes + lane) * row_vectors + cv], v[e]);
-        else
-#pragma unroll
-          for (int i = 0; i < V; ++i) v[e][i] = 0.f;
-      }
+      for (int e = 0; e < E; ++e)
+        if (active && e * lanes + lane < rows) raw[e] = reinterpret_cast<const Raw*>(src)[(e * lanes + lane) * row_vectors + cv];
     }
-    // the chunk's gamma and beta, loaded while x is in flight (lanes_to_groups' barriers order
-    // these writes before their use, the item's last barrier the previous item's reads before them)
-    for (int ch = t; ch < cc; ch += blockDim.x) {
-      affine[ch] = gamma ? to_float(gamma[c0 + ch]) : 1.f;
-      affine[cc + ch] = beta ? to_float(beta[c0 + ch]) : 0.f;
-    }
+    phases.lap_after(0, raw);
 
-    // Each thread's per-channel statistics over its rows (exact: two passes over registers),
-    // merged across lanes and then channels in shared memory: one pass.
+    // Each thread's per-channel statistics over its rows (exact: two passes over registers);
+    // where a vector lies in one group (cpg a multiple of V), merged over its channels here;
+    // then across lanes and channels in shared memory.
     const int my_rows = active && rows > lane ? (rows - lane + lanes - 1) / lanes : 0;
     {
       const float inv = my_rows > 0 ? 1.f / float(my_rows) : 0.f;
+      float m[V] = {}, sq[V] = {};
 #pragma unroll
-      for (int i = 0; i < V; ++i) {
-        float sum = 0.f;
+      for (int e = 0; e < E; ++e) {
+        float f[V];
+        widen(from_bits<VecT>(raw[e]), f);
 #pragma unroll
-        for (int e = 0; e < E; ++e) sum += v[e][i];  // zeros past the slice
-        const float m = sum * inv;
-        float sq = 0.f;
+        for (int i = 0; i < V; ++i) m[i] += f[i];
+      }
 #pragma unroll
-        for (int e = 0; e < E; ++e)
-          if (e < my_rows) sq += (v[e][i] - m) * (v[e][i] - m);
-        if (active) red_mean[lane * cc + cv * V + i] = m, red_m2[lane * cc + cv * V + i] = sq;
+      for (int i = 0; i < V; ++i) m[i] *= inv;
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        if (e < my_rows) {
+          float f[V];
+          widen(opaque(from_bits<VecT>(raw[e])), f);
+#pragma unroll
+          for (int i = 0; i < V; ++i) sq[i] += (f[i] - m[i]) * (f[i] - m[i]);
+        }
+      }
+      if (active && whole) {
+        float mv = 0.f;
+#pragma unroll
+        for (int i = 0; i < V; ++i) mv += m[i];
+        mv *= 1.f / float(V);
+        float s = 0.f;
+#pragma unroll
+        for (int i = 0; i < V; ++i) {
+          const float d = m[i] - mv;
+          s += fmaf(float(my_rows) * d, d, sq[i]);
+        }
+        red_mean[lane * cv_count + cv] = mv, red_m2[lane * cv_count + cv] = s;
+      } else if (active) {
+#pragma unroll
+        for (int i = 0; i < V; ++i) red_mean[lane * cc + cv * V + i] = m[i], red_m2[lane * cc + cv * V + i] = sq[i];
       }
     }
-    lanes_to_groups(red_mean, red_m2, gstat, cc, lanes, groups, cpg, rows);
+    phases.lap(1);
+    if (whole) vectors_to_groups(red_mean, red_m2, gstat, scratch, lanes, groups, cpg, V, rows);
+    else lanes_to_groups(red_mean, red_m2, gstat, cc, lanes, groups, cpg, rows);
+    phases.lap(2);
 #if defined(HIPGN_BULK_COPY)
     // every thread has read the stage (the barriers above): refill it two items ahead
     if (slab && t == 0 && item + 2 * std::int64_t(gridDim.x) < p.items) issue(item + 2 * std::int64_t(gridDim.x), k);
@@ -511,34 +610,43 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
           });
       }
     }
+    phases.lap(3);
     __syncthreads();
     if (slice == 0)
       for (int g = t; g < groups; g += blockDim.x)
         save_stats(p, n * p.groups_per_sample + c0 / cpg + g, gstat[2 * g], gstat[2 * g + 1]);
+    // scale and shift a channel, from gamma and beta read here (staged in shared memory behind
+    // x, their latency followed x's: 0.6 us an item at sd15_32x1280; held in registers from x's
+    // loads or the exchange, they made ptxas spill 100-300 bytes)
+    float* scale = red_mean;  // read: every lane's partials are merged
     for (int ch = t; ch < cc; ch += blockDim.x) {
-      const int g = int(p.cpg_div.div(std::uint64_t(ch)));
-      const float sc = affine[ch] * gstat[2 * g + 1];
-      red[ch] = sc;
-      red[cc + ch] = affine[cc + ch] - gstat[2 * g] * sc;
+      const int g = int(p.cpg_div.div31(std::uint32_t(ch)));
+      const float sc = (gamma ? to_float(gamma[c0 + ch]) : 1.f) * gstat[2 * g + 1];
+      scale[ch] = sc;
+      scale[cc + ch] = (beta ? to_float(beta[c0 + ch]) : 0.f) - gstat[2 * g] * sc;
     }
     __syncthreads();
+    phases.lap(4);
     if (active) {
       float sc[V], sh[V];
 #pragma unroll
-      for (int i = 0; i < V; ++i) sc[i] = red[cv * V + i], sh[i] = red[cc + cv * V + i];
+      for (int i = 0; i < V; ++i) sc[i] = scale[cv * V + i], sh[i] = scale[cc + cv * V + i];
       VecT* dst = reinterpret_cast<VecT*>(y + first);
 #pragma unroll
       for (int e = 0; e < E; ++e) {
         if (e * lanes + lane < rows) {
           float f[V];
+          widen(opaque(from_bits<VecT>(raw[e])), f);
 #pragma unroll
-          for (int i = 0; i < V; ++i) f[i] = activate<Traits::kActivation>(v[e][i] * sc[i] + sh[i], p.swish_beta);
+          for (int i = 0; i < V; ++i) f[i] = activate<Traits::kActivation>(f[i] * sc[i] + sh[i], p.swish_beta);
           dst[(e * lanes + lane) * row_vectors + cv] = narrow<T, V>(f);
         }
       }
     }
+    phases.lap(5);
     __syncthreads();  // shared memory is rewritten by the next item
   }
+  phases.report("fwd_resident_cl");
 #if defined(HIPGN_CLUSTERS)
   // no workgroup leaves while its pushes to peers may be in flight
   if (p.cluster) cluster_barrier_relaxed();
