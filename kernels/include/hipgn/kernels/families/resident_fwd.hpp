@@ -457,8 +457,10 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
   float* slots = reinterpret_cast<float*>(dynamic_smem);
 #endif
   float* red = slots + resident_cl_slot_floats(groups, p.slices);  // the cluster's pairs first
-  float* red_mean = red;  // lanes x cc (x cc / V where whole), later scale and shift (2 x cc)
-  float* red_m2 = red + (lanes > 2 ? lanes : 2) * cc;  // lanes x cc
+  // per-lane partials, lanes x cc (lanes x cc / V where whole); the first later holds scale
+  // and shift (2 x cc)
+  float* red_mean = red;
+  float* red_m2 = red + (lanes > 2 ? lanes : 2) * cc;
   float* gstat = red_m2 + (lanes > 2 ? lanes : 2) * cc;  // per group: (mean, M2), then (mean, rstd)
 #if defined(HIPGN_CLUSTERS)
   __shared__ std::uint64_t exchange_bars[2];
@@ -618,7 +620,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
     // scale and shift a channel, from gamma and beta read here (staged in shared memory behind
     // x, their latency followed x's: 0.6 us an item at sd15_32x1280; held in registers from x's
     // loads or the exchange, they made ptxas spill 100-300 bytes)
-    float* scale = red_mean;  // read: every lane's partials are merged
+    float* scale = red_mean;  // free: the partials are merged
     for (int ch = t; ch < cc; ch += blockDim.x) {
       const int g = int(p.cpg_div.div31(std::uint32_t(ch)));
       const float sc = (gamma ? to_float(gamma[c0 + ch]) : 1.f) * gstat[2 * g + 1];
