@@ -375,26 +375,36 @@ TEST(Heuristics, LargeChannelsLastGroupsStream) {
 // The channels-last forward's small tensors (under 96 KB of x a compute unit) go to the onchip
 // family where it holds the group with vectors of 8 bytes or more, below 48 KB to the resident
 // family, then to split where it has 16-byte vectors; the rest stream.
-TEST(Heuristics, SmallChannelsLastTensorsSplitWithWideVectors) {
-  // det 25x42 C=2048 (8.6 MB, 65 KB a compute unit, C/G = 64): split, 16-byte vectors
-  if (!reaches(Family::split, {2, 2048, {25, 42}, 32}, Layout::channels_last))
-    GTEST_SKIP() << "no split instance of this build reaches det 25x42 C=2048 channels-last";
-  const Instance* inst = choose({2, 2048, {25, 42}, 32}, Layout::channels_last);
-  ASSERT_NE(inst, nullptr);
-  EXPECT_EQ(inst->spec().family, Family::split) << inst->name();
-  EXPECT_EQ(inst->spec().vector, 8) << inst->name();
+TEST(Heuristics, SmallChannelsLastTensorsOfWideGroupsGoResident) {
+  // det 25x42 C=2048 (8.6 MB, 65 KB a compute unit, C/G = 64) and sdxl 32x32 C=2560 (78 KB,
+  // C/G = 80): past 48 KB the resident family where a group's channels take 16-byte vectors
+  // (256 x 8), not the split family; not at C/G = 20 (sd15_64x640, 78 KB) or 60 (sd15_32x1920,
+  // 58 KB), which stream
+  const Layout cl = Layout::channels_last;
+  if (!reaches(Family::resident, {2, 2048, {25, 42}, 32}, cl) || !reaches(Family::stream, {2, 640, {64, 64}, 32}, cl))
+    GTEST_SKIP() << "no resident or stream instance of this build reaches the shapes";
+  for (const Shape& s : {Shape{2, 2048, {25, 42}, 32}, Shape{2, 2560, {32, 32}, 32}}) {
+    const Instance* inst = choose(s, cl);
+    ASSERT_NE(inst, nullptr);
+    EXPECT_EQ(inst->spec().family, Family::resident) << inst->name();
+  }
+  EXPECT_EQ(choose({2, 640, {64, 64}, 32}, cl)->spec().family, Family::stream);
+  EXPECT_EQ(choose({2, 1920, {32, 32}, 32}, cl)->spec().family, Family::stream);
 }
 
 TEST(Heuristics, SmallChannelsLastTensorsGoResident) {
   // sd15_64x320 (5 MB, C/G = 10) and sd15_32x1280 (C/G = 40): 256 x 8 (176 items, a unit a
-  // cluster); g16_32x640: 256 x 4; a tiny tensor of groups too large for onchip
-  // (layer_norm_32x64, 65536 elements): 256 x 2, the most items
+  // cluster); vae_64x512 and odd_97x89_c96_cg3 too, at 128 and 104 items (three quarters of
+  // the compute units); g16_32x640: 256 x 4 (256 x 8 would make 88 items); a tiny tensor of
+  // groups too large for onchip (layer_norm_32x64, 65536 elements): 256 x 2, the most items
   struct Case {
     Shape s;
     const char* want;
   };
   for (const Case& c : {Case{Shape{2, 320, {64, 64}, 32}, "gn_fwd_f16_f16_cl_swish_resident_b256_v8_e8"},
                         Case{Shape{2, 1280, {32, 32}, 32}, "gn_fwd_f16_f16_cl_swish_resident_b256_v8_e8"},
+                        Case{Shape{1, 512, {64, 64}, 32}, "gn_fwd_f16_f16_cl_swish_resident_b256_v8_e8"},
+                        Case{Shape{2, 96, {97, 89}, 32}, "gn_fwd_f16_f16_cl_swish_resident_b256_v8_e8"},
                         Case{Shape{2, 640, {32, 32}, 16}, "gn_fwd_f16_f16_cl_swish_resident_b256_v8_e4"},
                         Case{Shape{2, 64, {32, 32}, 1}, "gn_fwd_f16_f16_cl_swish_resident_b256_v8_e2"}}) {
     if (!Registry::global().find(c.want) || !built(Family::stream, DataType::f16, Layout::channels_last))

@@ -77,8 +77,7 @@ RuleTables sm_90() {
       // cluster exchanges (resident_fwd.hpp; bench/NOTES.md, "Chunks of a sample"): x read once
       // in whole-row 16-byte vectors whatever C/G is (sd15_64x320 15.8 us against stream 21.0;
       // sd15_32x1280 14.9 against split 16.6; vae_64x512 13.8 against 15.3; g16_32x640 11.2
-      // against 13.7); from ~64 KB its chunks take two rounds of workgroups and split wins
-      // (det_25x42x2048 20.6 against 22.2; sdxl_32x2560 26.3 against 27.0) ...
+      // against 13.7); past 48 KB only with 16-byte vectors (below) ...
       Rule{Family::resident, kAny, 0, "channels-last, a small tensor: chunks of groups exchanged within a cluster",
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
           .bytes_per_cu(kTinyBytesPerCu, kResidentClFwdBytesPerCu),
@@ -89,14 +88,18 @@ RuleTables sm_90() {
       Rule{Family::resident, kAny, 32768, "channels-last, a tiny tensor of large groups: chunks exchanged within a cluster",
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
           .bytes_per_cu(0, kTinyBytesPerCu),
-      // ... and split where C/G takes 16-byte vectors (sd15_32x1280 16.6 against 26.5,
-      // vae_64x512 14.9 against 26.1, g16_32x640 13.7 against 21.8, det_25x42x2048 21.3
-      // against 31.5, sdxl_32x2560 25.7 against 29.4); at C/G = 10 its 4-byte vectors lose
-      // (sd15_64x320 split 33.3, stream 23.1).
-      Rule{Family::split, kAny, 0, "channels-last, a small tensor, 16-byte vectors: several workgroups per group",
+      // ... and on to 96 KB where a group's C/G channels take 16-byte vectors, where the split
+      // family took them before and now loses to the resident one's 256 x 8 (bench.py --best,
+      // H100, fp16 / bf16, L2-cold, 2026-11-26: det_25x42x2048, 64 KB, 19.5 / 19.9 us against
+      // split 20.0 / 20.2; sdxl_32x2560, 78 KB, 22.6 / 22.7 against 24.1 / 24.2; the A/B
+      // against the rule before, 0.91-0.93 and 0.99-1.02); not other C/G, where the stream
+      // family wins (the same A/B with this rule at any C/G: sd15_64x640, C/G = 20, resident
+      // 24.1 us against stream 21.0; odd_127x127_c320 26.9 against 20.2; sd15_32x1920, C/G =
+      // 60, 20.3 against 19.6) ...
+      Rule{Family::resident, kAny, 0, "channels-last, a small tensor of 16-byte groups: chunks of groups exchanged within a cluster",
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
-          .bytes_per_cu(0, kSmallBytesPerCu)
-          .vector_bytes(16),
+          .bytes_per_cu(kResidentClFwdBytesPerCu, kSmallBytesPerCu)
+          .group_runs(16),
       // ... and below 8 KB a compute unit (1 MB on 132), where C/G takes no vector (the onchip
       // and split instances need one), a workgroup per group looping over it beats the stream
       // family's fixed cost (instance_norm_32x64, C/G = 1: looped 9.5 us, stream 15.4).
@@ -316,12 +319,14 @@ bool better_resident(const Instance& a, const Instance& b, const Problem& p, con
   if (p.layout == Layout::channels_last && p.op == Op::fwd) {
     // the forward's units are chunks of a sample (Instance::resident_shape): workgroups of 256
     // (every shape its rule takes: sd15_64x320 256 x 8 15.8 us against 512 x 8 24.7), then the
-    // most rows a thread whose items still cover the compute units: fewer, fuller workgroups
-    // exchange less (sd15_32x1280 256 x 8, 176 items, 14.9 against 256 x 4, 352, 18.7), but
-    // not below one a compute unit (sd15_32x320 256 x 2, 176 items, 9.3 against 256 x 4, 88,
-    // 10.0; g16_32x640 256 x 4, 176 items, 11.2 against 256 x 8, 88, 13.3)
-    if (x.block != y.block) return x.block == 256 || (y.block != 256 && x.block < y.block);
-    const bool fill_a = fa.items() >= cus, fill_b = fb.items() >= cus;
+    // most rows a thread whose items still cover three quarters of the compute units: fewer,
+    // fuller workgroups exchange less (sd15_32x1280 256 x 8, 176 items, 13.4 against 256 x 4,
+    // 352, 18.5), and 256 x 8 won at 104 items on 132 (odd_97x89_c96_cg3, 12.9 / 13.1 us fp16 /
+    // bf16 against 256 x 4's 13.2 / 13.2), 120 (odd_3d_7x31x37_c120_cg3, 13.1 / 13.1 against
+    // 13.9 / 13.7) and 128 (vae_64x512, 12.5 / 12.5 against 12.9 / 13.1), but lost at 88
+    // (g16_32x640, 11.9 / 12.0 against 256 x 4's 176 items, 10.9 / 11.0; sd15_32x320, 10.0
+    // against 256 x 2's 176, 9.3); H100, L2-cold, bench.py --best
+    const bool fill_a = 4 * fa.items() >= 3 * cus, fill_b = 4 * fb.items() >= 3 * cus;
     if (fill_a != fill_b) return fill_a;
     if (fill_a) return x.per_thread > y.per_thread;
     return fa.items() > fb.items();
@@ -440,6 +445,14 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
   return x.block < y.block;
 }
 
+// Whether a group's contiguous runs span a multiple of `bytes` (Rule::group_run_bytes).
+bool group_runs_of(const Problem& p, int bytes) {
+  if (bytes == 0) return true;
+  const std::int64_t e = std::int64_t(size_of(p.x_dtype));
+  if (p.layout == Layout::channels_first) return p.spatial_size() * e % bytes == 0;
+  return p.channels_per_group() * e % bytes == 0 && p.last_group_channels() * e % bytes == 0;
+}
+
 // The first rule's pick among the instances of the problem's own key.
 const Instance* rule_choice(const Registry& reg, const DeviceInfo& dev, const Problem& p, const Tensors* tensors,
                             std::string* rule_why) {
@@ -451,7 +464,7 @@ const Instance* rule_choice(const Registry& reg, const DeviceInfo& dev, const Pr
     if (groups_per_cu >= rule.max_groups_per_cu || groups_per_cu < rule.min_groups_per_cu ||
         p.group_elements() < rule.min_group_elements || p.group_elements() > rule.max_group_elements ||
         p.c > rule.max_channels || p.c < rule.min_channels || !(rule.layouts & (1 << int(p.layout))) ||
-        bytes < rule.min_bytes_per_cu || bytes >= rule.max_bytes_per_cu)
+        bytes < rule.min_bytes_per_cu || bytes >= rule.max_bytes_per_cu || !group_runs_of(p, rule.group_run_bytes))
       continue;
     const Instance* best = nullptr;
     for (const Instance* inst : bucket) {

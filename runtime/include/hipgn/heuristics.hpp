@@ -68,6 +68,9 @@ struct Rule {
   double min_bytes_per_cu = 0, max_bytes_per_cu = std::numeric_limits<double>::infinity();
   int min_vector_bytes = 0;           // and the family's best instance moves this many bytes an access
   std::int64_t min_channels = 0;      // and C is at least this
+  // and a group's contiguous run (channels-last its C/G channels, every group's; channels-first
+  // its H x W positions) spans a multiple of this many bytes: vectors of that width fit it
+  int group_run_bytes = 0;
   static constexpr int kAnyLayout = 3, kChannelsFirst = 1, kChannelsLast = 2;
 
   Rule bytes_per_cu(double min, double max) const {
@@ -78,6 +81,11 @@ struct Rule {
   Rule vector_bytes(int bytes) const {
     Rule r = *this;
     r.min_vector_bytes = bytes;
+    return r;
+  }
+  Rule group_runs(int bytes) const {
+    Rule r = *this;
+    r.group_run_bytes = bytes;
     return r;
   }
   Rule channels_from(std::int64_t c) const {
