@@ -67,13 +67,18 @@ class FamilyDescriptor:
     # (params.hpp: onchip_cl_rows), fewer than its capacity where block is not a multiple of
     # the columns
     rows_channels_last: bool = False
+    # its channels-last forward also takes groups narrower than its vector (V a multiple of C/G,
+    # C a multiple of V, even groups): a workgroup a column of V channels of a sample, V / (C/G)
+    # groups, its rows walked block apart, per_thread * block of them at most
+    # (families/onchip.hpp: fwd_onchip_columns)
+    columns_channels_last: bool = False
 
 
 DESCRIPTORS = {d.name: d for d in (
     FamilyDescriptor("onchip", OPS.names, holds_group=True, splits_group=False, persistent=False,
                      generic_vector=None, chunk_order=-1,
                      why="the tightest fit leaves the fewest threads idle", gamma_beta_arrivals=True,
-                     peels_forward=True, rows_channels_last=True),
+                     peels_forward=True, rows_channels_last=True, columns_channels_last=True),
     FamilyDescriptor("looped", OPS.names, holds_group=False, splits_group=False, persistent=False,
                      generic_vector=1, chunk_order=+1,
                      why="more loads in flight per workgroup hide more latency", uneven_groups=True,

@@ -99,8 +99,8 @@ TEST(Heuristics, ChannelsFirstForwardIsResidentBelow60KbACuThenStream) {
 
 TEST(Heuristics, SmallForwardsTakeAWorkgroupPerGroup) {
   // channels-first, groups of 1024 (instance_norm 32x32 C=64 G=64) and 256 (1x32x8x8, G=8):
-  // onchip; channels-last, C/G = 1 at 0.26 MB: looped, where the stream family's fixed cost
-  // would dominate
+  // onchip; channels-last, C/G = 1 at 0.26 MB: onchip too, a workgroup a column of channels
+  // (the stream family's fixed cost would dominate)
   struct Case {
     Shape s;
     Layout layout;
@@ -108,7 +108,7 @@ TEST(Heuristics, SmallForwardsTakeAWorkgroupPerGroup) {
   };
   for (const Case& c : {Case{Shape{2, 64, {32, 32}, 64}, Layout::channels_first, Family::onchip},
                         Case{Shape{1, 32, {8, 8}, 8}, Layout::channels_first, Family::onchip},
-                        Case{Shape{2, 64, {32, 32}, 64}, Layout::channels_last, Family::looped}}) {
+                        Case{Shape{2, 64, {32, 32}, 64}, Layout::channels_last, Family::onchip}}) {
     if (!reaches(c.want, c.s, c.layout)) continue;  // a smaller preset
     const Instance* inst = choose(c.s, c.layout);
     ASSERT_NE(inst, nullptr);
@@ -428,9 +428,12 @@ TEST(Heuristics, SmallChannelsLastTensorsGoResident) {
   EXPECT_EQ(choose({2, 960, {32, 32}, 32}, Layout::channels_last)->spec().family, Family::onchip);
   EXPECT_EQ(choose({2, 640, {64, 64}, 32}, Layout::channels_last)->spec().family, Family::stream);
   EXPECT_EQ(choose({2, 1280, {96, 96}, 32}, Layout::channels_last)->spec().family, Family::stream);
-  // a tiny tensor whose small groups take no vector (instance_norm_32x64, C/G = 1): looped
+  // a tiny tensor of groups narrower than the vector (instance_norm_32x64, C/G = 1): onchip, a
+  // workgroup a column of 2 channels (fwd_onchip_columns: the most workgroups), 256 x 8 (the
+  // fewest threads); C/G = 3 divides no vector: looped
+  EXPECT_EQ(choose({2, 64, {32, 32}, 64}, Layout::channels_last)->name(), "gn_fwd_f16_f16_cl_swish_onchip_b256_v2_e8");
   if (!built(Family::looped, f16, cl)) return;
-  EXPECT_EQ(choose({2, 64, {32, 32}, 64}, Layout::channels_last)->spec().family, Family::looped);
+  EXPECT_EQ(choose({2, 48, {32, 32}, 16}, Layout::channels_last)->spec().family, Family::looped);
 }
 
 // The channels-last backward (bench/NOTES.md, "The stream backward"): the stream family from 32

@@ -56,6 +56,10 @@ RuleTables sm_90() {
       // Not where C/G leaves it vectors under 8 bytes (sd15_32x320, C/G = 10, 4-byte vectors:
       // onchip 11.0 us, the resident family's whole-row vectors 9.3; bench/NOTES.md,
       // "Chunks of a sample").
+      // Groups narrower than a vector take a workgroup a column of V channels (fwd_onchip_columns;
+      // the tie-break below): instance_norm_32x64, C/G = 1, 256 x 8 of 2-channel columns 6.15 /
+      // 6.19 us fp16 / bf16 where the looped family took 9.8 / 9.8 (H100, L2-cold, the same
+      // process; torch.compile 7.5 / 6.7 in bench/results).
       Rule{Family::onchip, kAny, 0, "channels-last groups of up to 16K elements: a workgroup per group", 16384,
            Rule::kChannelsLast}
           .vector_bytes(8),
@@ -386,6 +390,22 @@ bool better_resident(const Instance& a, const Instance& b, const Problem& p, con
 bool better(const Instance& a, const Instance& b, const Problem& p, const DeviceInfo& dev) {
   const int cus = dev.cus();
   const InstanceSpec &x = a.spec(), &y = b.spec();
+  if (describe(x.family).columns_channels_last && p.layout == Layout::channels_last && p.op == Op::fwd) {
+    // groups narrower than the vector take a workgroup a column of V channels
+    // (fwd_onchip_columns): the most workgroups before the widest vector, since these small
+    // tensors wait on latency, not bytes (H100, fp16 / bf16, L2-cold, bench.py --best:
+    // instance_norm_32x64, C/G = 1, 2-channel columns, 64 workgroups, 6.15 / 6.19 us against
+    // 8-channel ones, 16, 8.0 / 8.0; tiny, C/G = 4, a 4-byte vector's rows, 8 workgroups,
+    // 2.69 / 2.65 against 8-channel columns, 4, 4.11 / 4.14)
+    const auto units = [&](const InstanceSpec& s) {
+      return p.channels_per_group() < s.vector ? p.n * p.c / s.vector : p.num_groups();
+    };
+    if (units(x) != units(y)) return units(x) > units(y);
+    // columns (the same vector, equal units): the fewest threads, each with more rows
+    // (instance_norm_32x64: 256 x 8 6.15 / 6.19 us, 512 x 16 6.6 / 6.6, 1024 x 16 7.7 / 7.8;
+    // 8-channel columns 256 x 4 8.0 / 8.0, 512 x 8 8.2 / 8.2)
+    if (p.channels_per_group() < x.vector && x.block != y.block) return x.block < y.block;
+  }
   if (x.vector != y.vector) return x.vector > y.vector;
   if (describe(x.family).streams && p.op == Op::fwd) {
     // Channels-first: per_thread 2 (one workgroup of 512 threads a compute unit, ~190 KB of x

@@ -147,6 +147,88 @@ __device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView
   }
 }
 
+// Family onchip, channels-last, groups narrower than the vector (V a multiple of C/G, C of V;
+// the runtime checks): a workgroup a column of V channels of a sample, V / (C/G) whole groups,
+// so that groups of one, two or four channels still move 16 bytes an access where one
+// workgroup a group read C/G elements a row (instance_norm_32x64, C/G = 1: the looped family's
+// 2-byte loads, 9.8 us against torch.compile's 7; bench/NOTES.md). A thread walks the rows B
+// apart, up to kPerThread of them, and keeps the column's V per-channel sums; the workgroup
+// adds the V sums at once (block_sum_array), and each channel takes its group's total from the
+// C/G channels around it (C/G a power of two: shifts). Two exact passes, as fwd_onchip_rows.
+template <typename Traits>
+__device__ __forceinline__ void fwd_onchip_columns(const Params& p, std::int64_t unit) {
+  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
+  using X = typename Traits::XType;
+  const int rows = int(p.spatial_size), t = threadIdx.x;
+  const int shift = __ffs(int(p.channels_per_group)) - 1;  // log2(C/G)
+  const std::int64_t columns = p.channels / V, n = unit / columns;  // once a workgroup
+  const std::int64_t channel0 = (unit - n * columns) * V;
+  const std::int64_t first = n * p.sample_stride + channel0 + std::int64_t(t) * p.row_stride;
+  const std::int64_t step = std::int64_t(B) * p.row_stride;
+  const X* x = static_cast<const X*>(p.x) + first;
+  float v[E][V], s[V] = {};
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    if (t + e * B < rows) {
+      load_vec<V>(x + e * step, v[e]);
+#pragma unroll
+      for (int i = 0; i < V; ++i) s[i] += v[e][i];
+    }
+  }
+  float gamma[V], beta[V];
+  vector_affine<Traits>(p, channel0, gamma, beta);
+  // channel i's group total: the sums of the channels j with j >> shift == i >> shift
+  const auto group_totals = [&](float(&a)[V]) {
+    block_sum_array<B, V>(a);
+    float g[V];
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      g[i] = 0.f;
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        if ((j >> shift) == (i >> shift)) g[i] += a[j];
+    }
+#pragma unroll
+    for (int i = 0; i < V; ++i) a[i] = g[i];
+  };
+  const float inv_count = 1.f / float(p.group_elements);
+  group_totals(s);
+  float mean[V], q[V] = {};
+#pragma unroll
+  for (int i = 0; i < V; ++i) mean[i] = s[i] * inv_count;
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    if (t + e * B < rows) {
+#pragma unroll
+      for (int i = 0; i < V; ++i) q[i] += (v[e][i] - mean[i]) * (v[e][i] - mean[i]);
+    }
+  }
+  group_totals(q);
+  float scale[V], rstd[V];
+#pragma unroll
+  for (int i = 0; i < V; ++i) {
+    rstd[i] = rsqrtf(q[i] * inv_count + p.eps);
+    scale[i] = gamma[i] * rstd[i];
+  }
+  if (t == 0) {
+    const std::int64_t group0 = n * p.groups_per_sample + (channel0 >> shift);
+#pragma unroll
+    for (int i = 0; i < V; ++i)
+      if ((i & ((1 << shift) - 1)) == 0) save_stats(p, group0 + (i >> shift), mean[i], rstd[i]);
+  }
+  X* y = static_cast<X*>(p.y) + first;
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    if (t + e * B < rows) {
+      float out[V];
+#pragma unroll
+      for (int i = 0; i < V; ++i)
+        out[i] = activate<Traits::kActivation>((v[e][i] - mean[i]) * scale[i] + beta[i], p.swish_beta);
+      store_vec<V>(y + e * step, out);
+    }
+  }
+}
+
 // Family onchip, channels-first, the group's body aligned: vector q of the group at thread
 // q % block, kPerThread of them a thread. Mean and variance are two exact passes over registers.
 template <typename Traits>
@@ -227,6 +309,14 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_kernel(Params p
     }
     fwd_onchip_aligned<Traits>(p, view, group);
   }
+}
+
+// Family onchip, channels-last groups narrower than the vector: a workgroup a column. A kernel
+// of its own: as a branch of fwd_onchip_kernel it made the rows path 2-5% slower (sd15_16x640,
+// H100 A/B).
+template <typename Traits>
+__global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_columns_kernel(Params p) {
+  fwd_onchip_columns<Traits>(p, blockIdx.x);
 }
 
 // Family onchip, channels-first span mode: the group's peeled run held in registers (body
@@ -545,6 +635,13 @@ struct FamilyLauncher<Family::onchip> {
   template <typename Traits>
   static hipError_t launch(const Params& p, hipStream_t stream) {
     if constexpr (Traits::kOp == Op::fwd) {
+      if constexpr (Traits::kLayout == Layout::channels_last) {
+        if (p.channels_per_group < Traits::kVectorSize) {  // a workgroup a column of V channels
+          const std::int64_t columns = p.num_groups * p.channels_per_group / Traits::kVectorSize;
+          fwd_onchip_columns_kernel<Traits><<<dim3(unsigned(columns)), dim3(Traits::kBlockSize), 0, stream>>>(p);
+          return hipGetLastError();
+        }
+      }
       fwd_onchip_kernel<Traits><<<dim3(p.num_groups), dim3(Traits::kBlockSize), 0, stream>>>(p);
       return hipGetLastError();
     } else {
