@@ -87,8 +87,8 @@ RuleTables sm_90() {
           .bytes_per_cu(kTinyBytesPerCu, kResidentClFwdBytesPerCu),
       // ... and resident for the groups too large for it, not split (layer_norm_32x64, G = 1,
       // 65536 elements: resident 256 x 2 7.9 us against split 10.5; bench/NOTES.md, "The held
-      // stream"); not smaller groups that take no vector (instance_norm_32x64, C/G = 1: looped
-      // 9.8, resident 10.6) ...
+      // stream"); not smaller groups (instance_norm_32x64, C/G = 1: the onchip columns 6.2,
+      // looped 9.8, resident 10.6) ...
       Rule{Family::resident, kAny, 32768, "channels-last, a tiny tensor of large groups: chunks exchanged within a cluster",
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
           .bytes_per_cu(0, kTinyBytesPerCu),
@@ -104,17 +104,18 @@ RuleTables sm_90() {
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
           .bytes_per_cu(kResidentClFwdBytesPerCu, kSmallBytesPerCu)
           .group_runs(16),
-      // ... and below 8 KB a compute unit (1 MB on 132), where C/G takes no vector (the onchip
-      // and split instances need one), a workgroup per group looping over it beats the stream
-      // family's fixed cost (instance_norm_32x64, C/G = 1: looped 9.5 us, stream 15.4).
+      // ... and below 8 KB a compute unit (1 MB on 132), where C/G neither takes a vector nor
+      // divides one (C/G = 3, 5: the onchip rows need a multiple of the vector, its columns a
+      // divisor), a workgroup per group looping over it beats the stream family's fixed cost
+      // (instance_norm_32x64, C/G = 1, before the onchip columns: looped 9.5 us, stream 15.4).
       Rule{Family::looped, kAny, 0, "channels-last, a tiny tensor: a workgroup per group",
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
           .bytes_per_cu(0, kTinyBytesPerCu),
       // Otherwise two streaming passes: 31-61% of copy on the channels-last shapes from 3 MB
       // up (sdxl_128x320 97.7 -> 37.5 us, vae_512x256 442 -> 162, video_5d 5.6x faster). On
       // tiny tensors its fixed cost is most of the time, but it still beats the resident
-      // family there (instance_norm_32x64, C/G = 1: stream 15.5 us, resident 24.0; the looped
-      // family's 9.5 is not yet a rule).
+      // family there (instance_norm_32x64, C/G = 1: stream 15.5 us, resident 24.0; the onchip
+      // columns and the looped family take such tensors first).
       {Family::stream, kAny, 0, "channels-last: two streaming passes, the second from L2",
        std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast},
       // Channels-first below 60 KB a compute unit, groups of up to 4096 elements with 16-byte
