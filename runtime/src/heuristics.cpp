@@ -399,13 +399,13 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     // 8-channel ones, 16, 8.0 / 8.0; tiny, C/G = 4, a 4-byte vector's rows, 8 workgroups,
     // 2.69 / 2.65 against 8-channel columns, 4, 4.11 / 4.14)
     const auto units = [&](const InstanceSpec& s) {
-      return p.channels_per_group() < s.vector ? p.n * p.c / s.vector : p.num_groups();
+      return onchip_cl_fwd_workgroups(p.num_groups(), p.channels_per_group(), s.vector);
     };
     if (units(x) != units(y)) return units(x) > units(y);
     // columns (the same vector, equal units): the fewest threads, each with more rows
     // (instance_norm_32x64: 256 x 8 6.15 / 6.19 us, 512 x 16 6.6 / 6.6, 1024 x 16 7.7 / 7.8;
     // 8-channel columns 256 x 4 8.0 / 8.0, 512 x 8 8.2 / 8.2)
-    if (p.channels_per_group() < x.vector && x.block != y.block) return x.block < y.block;
+    if (onchip_cl_columns(p.channels_per_group(), x.vector) && x.block != y.block) return x.block < y.block;
   }
   if (x.vector != y.vector) return x.vector > y.vector;
   if (describe(x.family).streams && p.op == Op::fwd) {

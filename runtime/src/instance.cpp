@@ -207,7 +207,7 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
       return no("the group's " + std::to_string(p.group_elements()) + " elements exceed the " + std::to_string(held) +
                 " a peeled group holds on chip");
   } else if (v > 1 && family.columns_channels_last && p.layout == Layout::channels_last && !describe(p.op).backward &&
-             p.channels_per_group() < v) {
+             onchip_cl_columns(p.channels_per_group(), v)) {
     // a group narrower than the vector: a workgroup a column of V channels of a sample, its
     // rows block apart (families/onchip.hpp: fwd_onchip_columns)
     if (v % p.channels_per_group() != 0)

@@ -636,8 +636,8 @@ struct FamilyLauncher<Family::onchip> {
   static hipError_t launch(const Params& p, hipStream_t stream) {
     if constexpr (Traits::kOp == Op::fwd) {
       if constexpr (Traits::kLayout == Layout::channels_last) {
-        if (p.channels_per_group < Traits::kVectorSize) {  // a workgroup a column of V channels
-          const std::int64_t columns = p.num_groups * p.channels_per_group / Traits::kVectorSize;
+        if (onchip_cl_columns(p.channels_per_group, Traits::kVectorSize)) {
+          const std::int64_t columns = onchip_cl_fwd_workgroups(p.num_groups, p.channels_per_group, Traits::kVectorSize);
           fwd_onchip_columns_kernel<Traits><<<dim3(unsigned(columns)), dim3(Traits::kBlockSize), 0, stream>>>(p);
           return hipGetLastError();
         }
