@@ -67,10 +67,10 @@ class FamilyDescriptor:
     # (params.hpp: onchip_cl_rows), fewer than its capacity where block is not a multiple of
     # the columns
     rows_channels_last: bool = False
-    # its channels-last forward also takes groups narrower than its vector (V a multiple of C/G,
+    # its channels-last kernels also take groups narrower than its vector (V a multiple of C/G,
     # C a multiple of V, even groups): a workgroup a column of V channels of a sample, V / (C/G)
     # groups, its rows walked block apart, per_thread * block of them at most
-    # (families/onchip.hpp: fwd_onchip_columns)
+    # (families/onchip.hpp: fwd_onchip_columns, bwd_onchip_columns)
     columns_channels_last: bool = False
 
 

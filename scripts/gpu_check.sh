@@ -43,7 +43,7 @@ fi
 # compute-sanitizer over the resident and stream families, forward (both layouts) and backward (persistent grids, cross-
 # workgroup exchange, bulk copies), the channels-first backward's peeled runs (dynamic shared memory) and forward's (onchip),
 # the channels-last onchip forward's and backward's rows (idle threads where the block is no multiple of a row's vectors;
-# the backward's padded partials in shared memory),
+# the backward's padded partials in shared memory) and columns (C/G below the vector: the corpus's C/G = 1, 2, 4),
 # on the odd-shape corpus: memory errors, shared-memory races, barrier misuse.
 # synccheck runs with HIPGN_CLUSTERS=portable (clusters of up to 8 workgroups; larger units take
 # the workspace path): on non-portable clusters of 9-16 it reports a missing wait, or the launch

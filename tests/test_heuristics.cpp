@@ -432,6 +432,9 @@ TEST(Heuristics, SmallChannelsLastTensorsGoResident) {
   // workgroup a column of 2 channels (fwd_onchip_columns: the most workgroups), 256 x 8 (the
   // fewest threads); C/G = 3 divides no vector: looped
   EXPECT_EQ(choose({2, 64, {32, 32}, 64}, Layout::channels_last)->name(), "gn_fwd_f16_f16_cl_swish_onchip_b256_v2_e8");
+  // the backward's columns the same way (bwd_onchip_columns)
+  EXPECT_EQ(choose({2, 64, {32, 32}, 64}, Layout::channels_last, f16, Op::bwd)->name(),
+            "gn_bwd_f16_f16_cl_swish_onchip_b256_v2_e8");
   if (!built(Family::looped, f16, cl)) return;
   EXPECT_EQ(choose({2, 48, {32, 32}, 16}, Layout::channels_last)->spec().family, Family::looped);
 }
@@ -488,8 +491,9 @@ TEST(Heuristics, SmallChannelsLastBackwardsHoldOrStreamFewGroupsAndLoopTinyOnes)
                    // g16_32x640 (C/G = 40, 40960 elements, past 32K; 20 KB a compute unit): stream
                    FamilyCase{{2, 640, {16, 16}, 32}, Family::onchip}, FamilyCase{{2, 640, {32, 32}, 16}, Family::stream},
                    FamilyCase{{2, 320, {32, 32}, 32}, Family::onchip},
-                   // instance_norm_32x64 (C/G = 1, no vector for onchip or split): looped
-                   FamilyCase{{2, 64, {32, 32}, 64}, Family::looped},
+                   // instance_norm_32x64 (C/G = 1): onchip, a workgroup a column of channels
+                   // (bwd_onchip_columns); C/G = 3 (no vector for onchip or split): looped
+                   FamilyCase{{2, 64, {32, 32}, 64}, Family::onchip}, FamilyCase{{2, 48, {32, 32}, 16}, Family::looped},
                    // layer_norm_32x64 (2 groups of 65536): neither split into many slices nor looped
                    FamilyCase{{2, 64, {32, 32}, 1}, Family::split, true},
                    FamilyCase{{2, 64, {32, 32}, 1}, Family::looped, true},

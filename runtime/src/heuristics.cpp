@@ -169,7 +169,9 @@ RuleTables sm_90() {
       // 12.1; sd15_32x320 10.4 against stream 15.2; sd15_32x640 (20480 elements) 13.4 against
       // 18.6; sd15_16x2560 14.5 against split 16.1; det_13x21x256 5.8 against 7.7 (earlier,
       // resident 16.4); hw1_512 at 256 groups 5.0-5.3 against resident 7.8. Not many groups:
-      // r50_7x2048_n32 (1024 groups) stream 23.6 against onchip 26.2.
+      // r50_7x2048_n32 (1024 groups) stream 23.6 against onchip 26.2. Groups narrower than the
+      // vector take a column of V channels a workgroup (bwd_onchip_columns): instance_norm_32x64,
+      // C/G = 1, 7.7 / 7.5 us fp16 / bf16 against the looped family's 12.1 / 11.9 (the same run).
       {Family::onchip, 2.0, 0, "channels-last: few groups that fit on chip", 32768, Rule::kChannelsLast},
       // Channels-last, measured on an H100, fp16 SiLU, L2-cold, every instance (bench/NOTES.md,
       // "The stream backward"). The stream family (stream_bwd.hpp) reads x and dy twice in two
@@ -196,9 +198,10 @@ RuleTables sm_90() {
            0.2}
           .bytes_per_cu(0, kSplitClBwdBytesPerCu),
       // ... and below 8 KB a compute unit (1 MB on 132), groups of up to 4096 elements that the
-      // onchip rule did not take (C/G takes no vector, say): a workgroup per group looping over
-      // it (instance_norm_32x64, C/G = 1: looped 12.9 us against resident 15.5 and stream
-      // 17.4; not larger groups: layer_norm_32x64, 2 groups of 65536, looped 69.1, resident 13.0) ...
+      // onchip rule did not take (C/G takes no vector and is not below one, say C/G = 3): a
+      // workgroup per group looping over it (instance_norm_32x64, C/G = 1, before the onchip
+      // columns took it: looped 12.9 us against resident 15.5 and stream 17.4; not larger
+      // groups: layer_norm_32x64, 2 groups of 65536, looped 69.1, resident 13.0) ...
       Rule{Family::looped, kAny, 0, "channels-last, a tiny tensor, small groups: a workgroup per group", 4096,
            Rule::kChannelsLast}
           .bytes_per_cu(0, kTinyBytesPerCu),
@@ -391,20 +394,23 @@ bool better_resident(const Instance& a, const Instance& b, const Problem& p, con
 bool better(const Instance& a, const Instance& b, const Problem& p, const DeviceInfo& dev) {
   const int cus = dev.cus();
   const InstanceSpec &x = a.spec(), &y = b.spec();
-  if (describe(x.family).columns_channels_last && p.layout == Layout::channels_last && p.op == Op::fwd) {
+  if (describe(x.family).columns_channels_last && p.layout == Layout::channels_last) {
     // groups narrower than the vector take a workgroup a column of V channels
-    // (fwd_onchip_columns): the most workgroups before the widest vector, since these small
+    // (fwd_onchip_columns, bwd_onchip_columns): the most workgroups before the widest vector, since these small
     // tensors wait on latency, not bytes (H100, fp16 / bf16, L2-cold, bench.py --best:
     // instance_norm_32x64, C/G = 1, 2-channel columns, 64 workgroups, 6.15 / 6.19 us against
     // 8-channel ones, 16, 8.0 / 8.0; tiny, C/G = 4, a 4-byte vector's rows, 8 workgroups,
     // 2.69 / 2.65 against 8-channel columns, 4, 4.11 / 4.14)
     const auto units = [&](const InstanceSpec& s) {
-      return onchip_cl_fwd_workgroups(p.num_groups(), p.channels_per_group(), s.vector);
+      return onchip_cl_workgroups(p.num_groups(), p.channels_per_group(), s.vector);
     };
     if (units(x) != units(y)) return units(x) > units(y);
     // columns (the same vector, equal units): the fewest threads, each with more rows
     // (instance_norm_32x64: 256 x 8 6.15 / 6.19 us, 512 x 16 6.6 / 6.6, 1024 x 16 7.7 / 7.8;
-    // 8-channel columns 256 x 4 8.0 / 8.0, 512 x 8 8.2 / 8.2)
+    // 8-channel columns 256 x 4 8.0 / 8.0, 512 x 8 8.2 / 8.2). The backward the same
+    // (instance_norm_32x64: 2-channel columns 256 x 8 7.7 / 7.5, 512 x 16 8.1 / 8.0, 512 x 32
+    // 9.9 / 9.8; 8-channel 256 x 4 9.0 / 8.7, 512 x 4 9.0 / 9.2; tiny: rows of 4-byte vectors,
+    // 8 workgroups, 3.6 / 3.6 against 8-channel columns, 4, 4.5 / 4.5)
     if (onchip_cl_columns(p.channels_per_group(), x.vector) && x.block != y.block) return x.block < y.block;
   }
   if (x.vector != y.vector) return x.vector > y.vector;

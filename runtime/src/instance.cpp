@@ -206,10 +206,10 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
     if (family.holds_group && p.group_elements() > held)
       return no("the group's " + std::to_string(p.group_elements()) + " elements exceed the " + std::to_string(held) +
                 " a peeled group holds on chip");
-  } else if (v > 1 && family.columns_channels_last && p.layout == Layout::channels_last && !describe(p.op).backward &&
+  } else if (v > 1 && family.columns_channels_last && p.layout == Layout::channels_last &&
              onchip_cl_columns(p.channels_per_group(), v)) {
     // a group narrower than the vector: a workgroup a column of V channels of a sample, its
-    // rows block apart (families/onchip.hpp: fwd_onchip_columns)
+    // rows block apart (families/onchip.hpp: fwd_onchip_columns, bwd_onchip_columns)
     if (v % p.channels_per_group() != 0)
       return no("C/G " + std::to_string(p.channels_per_group()) + " does not divide the vector " + std::to_string(v));
     if (p.c % v != 0) return no("C " + std::to_string(p.c) + " is not a multiple of the vector " + std::to_string(v));

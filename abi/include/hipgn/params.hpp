@@ -73,14 +73,15 @@ HIPGN_HD std::int64_t floor_div(std::int64_t a, std::int64_t b, double rcp) {
 HIPGN_HD constexpr std::int64_t onchip_cl_rows(int block, int per_thread, std::int64_t columns) {
   return columns > block ? 0 : per_thread * (block / columns);
 }
-// The channels-last onchip forward where C/G is below the vector (and divides it, the support
+// The channels-last onchip kernels where C/G is below the vector (and divides it, the support
 // check): a workgroup a column of `vector` channels of a sample, vector / (C/G) groups
-// (fwd_onchip_columns), so the launch has num_groups * C/G / vector workgroups, not num_groups.
+// (fwd_onchip_columns, bwd_onchip_columns), so the launch has num_groups * C/G / vector
+// workgroups, not num_groups.
 HIPGN_HD constexpr bool onchip_cl_columns(std::int64_t channels_per_group, int vector) {
   return channels_per_group < vector;
 }
-HIPGN_HD constexpr std::int64_t onchip_cl_fwd_workgroups(std::int64_t num_groups, std::int64_t channels_per_group,
-                                                        int vector) {
+HIPGN_HD constexpr std::int64_t onchip_cl_workgroups(std::int64_t num_groups, std::int64_t channels_per_group,
+                                                    int vector) {
   return onchip_cl_columns(channels_per_group, vector) ? num_groups * channels_per_group / vector : num_groups;
 }
 

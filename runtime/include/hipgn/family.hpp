@@ -24,7 +24,7 @@ struct FamilyDescriptor {
   bool gamma_beta_arrivals;   // backward: dgamma/dbeta by the last of a group's samples (Instance::counter_bytes)
   bool peels_forward;         // channels-first forward: peels runs as the backward does (Params::span)
   bool rows_channels_last;    // channels-last: a group as rows, block / columns at once (onchip_cl_rows)
-  bool columns_channels_last;  // channels-last forward: groups narrower than the vector, V channels a workgroup
+  bool columns_channels_last;  // channels-last: groups narrower than the vector, V channels a workgroup
 };
 
 const FamilyDescriptor& describe(Family);

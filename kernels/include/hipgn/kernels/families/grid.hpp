@@ -387,15 +387,20 @@ struct GroupArrival {
   // gamma_beta_by_arrival).
   template <typename Traits>
   __device__ __forceinline__ void finish(const Params& p, const GroupView<Traits>& view, std::int64_t g) {
+    finish<Traits>(p, g, view.channel0, view.channels(p));
+  }
+  // The same for a workgroup whose sums cover `channels` channels from channel0 and that arrived
+  // at counter g (bwd_onchip_columns: a column of several groups of a sample, one counter).
+  template <typename Traits>
+  __device__ __forceinline__ void finish(const Params& p, std::int64_t g, std::int64_t channel0, std::int64_t channels) {
     if (!gamma_beta_by_arrival<Traits>(p)) return;
     __shared__ int last;
     const std::int64_t samples = p.num_groups / p.groups_per_sample;
     if (threadIdx.x == 0) last = samples == 1 || last_arrival(p.counters + 2 * g, ticket, std::uint32_t(samples));
     __syncthreads();
     if (!last) return;
-    const std::int64_t channels = view.channels(p);
     for (std::int64_t c = threadIdx.x; c < channels; c += blockDim.x)
-      write_gamma_beta<typename Traits::GammaType>(p, samples, view.channel0 + c);
+      write_gamma_beta<typename Traits::GammaType>(p, samples, channel0 + c);
   }
 };
 

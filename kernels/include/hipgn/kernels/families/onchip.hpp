@@ -532,6 +532,107 @@ __device__ __forceinline__ void bwd_onchip_rows(const Params& p, const GroupView
   }
 }
 
+// Family onchip, channels-last backward, groups narrower than the vector: fwd_onchip_columns'
+// workgroup (a column of V channels of a sample, V / (C/G) groups, its rows B apart), x and dy
+// held as loaded. One block_sum_array of the column's 2 V per-channel sums serves both outputs:
+// dgamma/dbeta's per-(n, c) sums, stored with one arrival a column (at its first group's
+// counter), and dx, each channel taking its group's A and B from the C/G channels around it.
+template <typename Traits>
+__device__ __forceinline__ void bwd_onchip_columns(const Params& p, std::int64_t unit) {
+  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
+  constexpr bool kHoldTerms = 2 * E * V * B <= 32768;  // as bwd_onchip_rows
+  using T = typename Traits::XType;
+  using VecT = Vec<T, V>;
+  using Raw = Bits<VecT>;
+  const int rows = int(p.spatial_size), t = threadIdx.x;
+  const int shift = __ffs(int(p.channels_per_group)) - 1;  // log2(C/G)
+  const std::int64_t columns = p.channels / V, n = unit / columns;
+  const std::int64_t channel0 = (unit - n * columns) * V, g0 = channel0 >> shift;
+  const std::int64_t first = n * p.sample_stride + channel0 + std::int64_t(t) * p.row_stride;
+  const std::int64_t step = std::int64_t(B) * p.row_stride;
+  // the rows this thread holds, and the most any thread holds (bwd_onchip_rows says why both)
+  const int mine = t < rows ? min(E, (rows - t + B - 1) / B) : 0;
+  const int held = min(E, (rows + B - 1) / B);
+  const T* xs = static_cast<const T*>(p.x) + first;
+  const T* dys = static_cast<const T*>(p.dy) + first;
+  Raw bx[E] = {}, bdy[E] = {};
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    if (e < mine) {
+      bx[e] = *reinterpret_cast<const Raw*>(xs + e * step);
+      bdy[e] = *reinterpret_cast<const Raw*>(dys + e * step);
+    }
+  }
+  float gamma[V], beta[V];
+  vector_affine<Traits>(p, channel0, gamma, beta);
+  BwdChannel k[V];
+#pragma unroll
+  for (int i = 0; i < V; ++i) {
+    const std::int64_t group = n * p.groups_per_sample + g0 + (i >> shift);
+    const float rstd = p.rstd[group];
+    k[i] = BwdChannel{p.mean[group], rstd, gamma[i] * rstd, beta[i]};
+  }
+  // c[i] = sum dy', c[V + i] = sum dy' (x - mean) of channel i over the column's rows
+  float c[2 * V] = {};
+  float held_d[kHoldTerms ? E : 1][V], held_g[kHoldTerms ? E : 1][V];
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    if (e < held) {
+      float d[V], gr[V];
+      vector_terms<Traits::kActivation>(from_bits<VecT>(bx[e]), from_bits<VecT>(bdy[e]), k, p.swish_beta, d, gr);
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        c[i] += gr[i];
+        c[V + i] += gr[i] * d[i];
+        if constexpr (kHoldTerms) held_d[e][i] = d[i], held_g[e][i] = gr[i];
+      }
+    }
+  }
+  block_sum_array<B>(c);
+  GroupArrival arrival;
+  if (wants_channel_sums<Traits>(p)) {
+    if (t == 0) {
+#pragma unroll
+      for (int i = 0; i < V; ++i) store_channel_sums(p, n, channel0 + i, c[i], c[V + i] * k[i].rstd);
+    }
+    arrive_after_sums<Traits>(p, g0, arrival);
+  }
+  if constexpr (kWritesDx<Traits>) {
+    // dx = slope dy' + dslope (x - mean) + dconst (bwd_onchip_rows), A and B a group's: the sums
+    // of gamma-weighted channel sums over the channels j with j >> shift == i >> shift
+    const float inv_m = 1.f / float(p.group_elements);
+    float dconst[V], dslope[V];
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      float a = 0.f, b = 0.f;
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        if ((j >> shift) == (i >> shift)) a += gamma[j] * c[j], b += gamma[j] * c[V + j];
+      const float rstd = k[i].rstd;
+      dconst[i] = -rstd * a * inv_m;
+      dslope[i] = -rstd * rstd * rstd * b * inv_m;
+    }
+    T* dxs = static_cast<T*>(p.dx) + first;
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      if (e < mine) {
+        float d[V], gr[V];
+        if constexpr (kHoldTerms) {
+#pragma unroll
+          for (int i = 0; i < V; ++i) d[i] = held_d[e][i], gr[i] = held_g[e][i];
+        } else {
+          vector_terms<Traits::kActivation>(opaque(from_bits<VecT>(bx[e])), opaque(from_bits<VecT>(bdy[e])), k,
+                                            p.swish_beta, d, gr);
+        }
+#pragma unroll
+        for (int i = 0; i < V; ++i) d[i] = fmaf(k[i].slope, gr[i], fmaf(dslope[i], d[i], dconst[i]));
+        store_global(dxs + e * step, narrow<T, V>(d));
+      }
+    }
+  }
+  arrival.finish<Traits>(p, g0, channel0, V);
+}
+
 // Family onchip, channels-first, the group's body aligned: vector q of the group at thread
 // q % block, x and dy in registers; the per-channel sums one slot per vector in shared memory,
 // channel c's the contiguous slots of its row, added up a wavefront per channel.
@@ -630,18 +731,29 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p
   arrival.finish(p, view, g);
 }
 
+template <typename Traits>
+__global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_columns_kernel(Params p) {
+  bwd_onchip_columns<Traits>(p, blockIdx.x);
+}
+
 template <>
 struct FamilyLauncher<Family::onchip> {
   template <typename Traits>
   static hipError_t launch(const Params& p, hipStream_t stream) {
-    if constexpr (Traits::kOp == Op::fwd) {
-      if constexpr (Traits::kLayout == Layout::channels_last) {
-        if (onchip_cl_columns(p.channels_per_group, Traits::kVectorSize)) {
-          const std::int64_t columns = onchip_cl_fwd_workgroups(p.num_groups, p.channels_per_group, Traits::kVectorSize);
-          fwd_onchip_columns_kernel<Traits><<<dim3(unsigned(columns)), dim3(Traits::kBlockSize), 0, stream>>>(p);
+    constexpr bool kForward = Traits::kOp == Op::fwd;
+    if constexpr (Traits::kLayout == Layout::channels_last && Traits::kVectorSize > 1) {
+      if (onchip_cl_columns(p.channels_per_group, Traits::kVectorSize)) {
+        const dim3 grid(unsigned(onchip_cl_workgroups(p.num_groups, p.channels_per_group, Traits::kVectorSize)));
+        if constexpr (kForward) {
+          fwd_onchip_columns_kernel<Traits><<<grid, dim3(Traits::kBlockSize), 0, stream>>>(p);
           return hipGetLastError();
+        } else {
+          bwd_onchip_columns_kernel<Traits><<<grid, dim3(Traits::kBlockSize), 0, stream>>>(p);
+          return gamma_beta_by_arrival<Traits>(p) ? hipGetLastError() : launch_grid_gamma_beta<Traits>(p, stream);
         }
       }
+    }
+    if constexpr (kForward) {
       fwd_onchip_kernel<Traits><<<dim3(p.num_groups), dim3(Traits::kBlockSize), 0, stream>>>(p);
       return hipGetLastError();
     } else {
