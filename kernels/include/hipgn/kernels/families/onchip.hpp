@@ -414,6 +414,39 @@ __device__ __forceinline__ void bwd_onchip_span(const Params& p, const GroupView
   }
 }
 
+// dx of the vectors a thread holds (bwd_onchip_rows, bwd_onchip_columns): dx = slope dy' +
+// dslope (x - mean) + dconst, channel by channel, from the terms held in registers (kHold) or
+// computed again from x and dy as loaded.
+template <typename Traits, bool kHold, int H, typename Raw>
+__device__ __forceinline__ void store_held_dx(const Params& p, std::int64_t first, std::int64_t step, int mine,
+                                              const Raw (&bx)[Traits::kPerThread], const Raw (&bdy)[Traits::kPerThread],
+                                              const float (&held_d)[H][Traits::kVectorSize],
+                                              const float (&held_g)[H][Traits::kVectorSize],
+                                              const BwdChannel (&k)[Traits::kVectorSize],
+                                              const float (&dslope)[Traits::kVectorSize],
+                                              const float (&dconst)[Traits::kVectorSize]) {
+  constexpr int V = Traits::kVectorSize, E = Traits::kPerThread;
+  using T = typename Traits::XType;
+  using VecT = Vec<T, V>;
+  T* dxs = static_cast<T*>(p.dx) + first;
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    if (e < mine) {
+      float d[V], gr[V];
+      if constexpr (kHold) {
+#pragma unroll
+        for (int i = 0; i < V; ++i) d[i] = held_d[e][i], gr[i] = held_g[e][i];
+      } else {
+        vector_terms<Traits::kActivation>(opaque(from_bits<VecT>(bx[e])), opaque(from_bits<VecT>(bdy[e])), k,
+                                          p.swish_beta, d, gr);
+      }
+#pragma unroll
+      for (int i = 0; i < V; ++i) d[i] = fmaf(k[i].slope, gr[i], fmaf(dslope[i], d[i], dconst[i]));
+      store_global(dxs + e * step, narrow<T, V>(d));
+    }
+  }
+}
+
 // Family onchip, channels-last: the forward's rows mapping (fwd_onchip_rows) for the backward.
 // A thread keeps one vector column of the group and walks its rows R = block / columns apart,
 // so its V channels' sums of dy' and dy' (x - mean) stay in registers over its rows and only
@@ -512,23 +545,10 @@ __device__ __forceinline__ void bwd_onchip_rows(const Params& p, const GroupView
     for (int i = 0; i < V; ++i) ab[0] += gamma[i] * c1[i], ab[1] += gamma[i] * c2[i];
     block_sum_array<B>(ab);
     const float inv_m = 1.f / float(p.group_elements);
-    const float dconst = -rstd * ab[0] * inv_m, dslope = -rstd * rstd * rstd * ab[1] * inv_m;
-    T* dxs = static_cast<T*>(p.dx) + first;
+    float dconst[V], dslope[V];  // the group's, the same for every channel
 #pragma unroll
-    for (int e = 0; e < E; ++e) {
-      if (e < mine) {
-        float d[V], gr[V];
-        if constexpr (kHoldTerms) {
-#pragma unroll
-          for (int i = 0; i < V; ++i) d[i] = held_d[e][i], gr[i] = held_g[e][i];
-        } else {
-          vector_terms<Traits::kActivation>(opaque(rx(e)), opaque(rdy(e)), k, p.swish_beta, d, gr);
-        }
-#pragma unroll
-        for (int i = 0; i < V; ++i) d[i] = fmaf(k[i].slope, gr[i], fmaf(dslope, d[i], dconst));
-        store_global(dxs + e * step, narrow<T, V>(d));
-      }
-    }
+    for (int i = 0; i < V; ++i) dconst[i] = -rstd * ab[0] * inv_m, dslope[i] = -rstd * rstd * rstd * ab[1] * inv_m;
+    store_held_dx<Traits, kHoldTerms>(p, first, step, mine, bx, bdy, held_d, held_g, k, dslope, dconst);
   }
 }
 
@@ -612,23 +632,7 @@ __device__ __forceinline__ void bwd_onchip_columns(const Params& p, std::int64_t
       dconst[i] = -rstd * a * inv_m;
       dslope[i] = -rstd * rstd * rstd * b * inv_m;
     }
-    T* dxs = static_cast<T*>(p.dx) + first;
-#pragma unroll
-    for (int e = 0; e < E; ++e) {
-      if (e < mine) {
-        float d[V], gr[V];
-        if constexpr (kHoldTerms) {
-#pragma unroll
-          for (int i = 0; i < V; ++i) d[i] = held_d[e][i], gr[i] = held_g[e][i];
-        } else {
-          vector_terms<Traits::kActivation>(opaque(from_bits<VecT>(bx[e])), opaque(from_bits<VecT>(bdy[e])), k,
-                                            p.swish_beta, d, gr);
-        }
-#pragma unroll
-        for (int i = 0; i < V; ++i) d[i] = fmaf(k[i].slope, gr[i], fmaf(dslope[i], d[i], dconst[i]));
-        store_global(dxs + e * step, narrow<T, V>(d));
-      }
-    }
+    store_held_dx<Traits, kHoldTerms>(p, first, step, mine, bx, bdy, held_d, held_g, k, dslope, dconst);
   }
   arrival.finish<Traits>(p, g0, channel0, V);
 }
