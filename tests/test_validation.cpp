@@ -198,6 +198,38 @@ TEST(Validation, OnchipForwardPeelsWithSixteenByteVectors) {
   EXPECT_NE(why.find("spatial size 5 is below the vector 8"), std::string::npos) << why;
 }
 
+// Channels-last groups narrower than the vector (families/onchip.hpp: fwd_onchip_columns,
+// bwd_onchip_columns): a workgroup a column of V channels, so V must be a multiple of C/G, C of
+// V, and a column's rows must fit the workgroup; the forward and every backward op alike.
+TEST(Validation, OnchipColumnsNeedWholeGroupsInAVectorAndRowsThatFit) {
+  Registry reg;
+  const LaunchFn never = [](const Params&, hipStream_t) { return hipErrorInvalidValue; };
+  const std::vector<const char*> names = {"gn_fwd_f16_f16_cl_swish_onchip_b256_v8_e4",
+                                          "gn_bwd_f16_f16_cl_swish_onchip_b256_v8_e4",
+                                          "gn_dgb_f16_f16_cl_none_onchip_b256_v8_e4",
+                                          "gn_dx_f16_f16_cl_swish_onchip_b256_v8_e4"};
+  for (const char* name : names) reg.add(*InstanceSpec::parse(name), name, never);
+  for (const char* name : names) {
+    const Instance& inst = *reg.find(name);
+    const InstanceSpec& s = inst.spec();
+    auto problem = [&](std::int64_t c, std::vector<std::int64_t> spatial, std::int64_t g) {
+      Problem p = make_problem({2, c, std::move(spatial), g}, DataType::f16, DataType::f16, Layout::channels_last, s.act);
+      p.op = s.op;
+      return p;
+    };
+    std::string why;
+    // C/G = 1, 2, 4 with 1024 rows (256 x 4 hold 1024 in a column)
+    for (std::int64_t cpg : {1, 2, 4})
+      EXPECT_TRUE(inst.supports(problem(64, {32, 32}, 64 / cpg), nullptr, &why)) << name << " C/G " << cpg << ": " << why;
+    EXPECT_FALSE(inst.supports(problem(48, {32, 32}, 16), nullptr, &why)) << name;  // C/G = 3
+    EXPECT_NE(why.find("C/G 3 does not divide the vector 8"), std::string::npos) << name << ": " << why;
+    EXPECT_FALSE(inst.supports(problem(12, {32, 32}, 12), nullptr, &why)) << name;  // C/G = 1, C = 12
+    EXPECT_NE(why.find("C 12 is not a multiple of the vector 8"), std::string::npos) << name << ": " << why;
+    EXPECT_FALSE(inst.supports(problem(64, {33, 32}, 64), nullptr, &why)) << name;  // 1056 rows
+    EXPECT_NE(why.find("the 1056 positions exceed the 1024 rows"), std::string::npos) << name << ": " << why;
+  }
+}
+
 // N*G past 2^31-1 is valid. Either an instance of this build runs it, or the message says the
 // key is built and why its instances refuse: never "not built" for a key that is.
 TEST(Validation, GroupsPastTheGridLimitAreValidAndExplained) {
