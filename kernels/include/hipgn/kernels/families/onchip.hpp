@@ -414,6 +414,12 @@ __device__ __forceinline__ void bwd_onchip_span(const Params& p, const GroupView
   }
 }
 
+// Whether the channels-last onchip backward keeps the fp32 terms of x and dy (2 E V registers)
+// for dx: where they take at most half of a thread's 64K / B registers; else it computes them
+// again from x and dy as loaded.
+template <typename Traits>
+inline constexpr bool kOnchipHoldsTerms = 2 * Traits::kPerThread * Traits::kVectorSize * Traits::kBlockSize <= 32768;
+
 // dx of the vectors a thread holds (bwd_onchip_rows, bwd_onchip_columns): dx = slope dy' +
 // dslope (x - mean) + dconst, channel by channel, from the terms held in registers (kHold) or
 // computed again from x and dy as loaded.
@@ -460,8 +466,7 @@ __device__ __forceinline__ void bwd_onchip_rows(const Params& p, const GroupView
                                                 std::int64_t g, float mean, float rstd, float* s1, float* s2,
                                                 GroupArrival& arrival) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
-  // fp32 terms of x and dy (2 E V registers) where they take at most half of a thread's 64K / B
-  constexpr bool kHoldTerms = 2 * E * V * B <= 32768;
+  constexpr bool kHoldTerms = kOnchipHoldsTerms<Traits>;
   using T = typename Traits::XType;
   using VecT = Vec<T, V>;
   const int columns = int(p.vectors_per_row.divisor), rows = int(p.spatial_size);
@@ -560,7 +565,7 @@ __device__ __forceinline__ void bwd_onchip_rows(const Params& p, const GroupView
 template <typename Traits>
 __device__ __forceinline__ void bwd_onchip_columns(const Params& p, std::int64_t unit) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
-  constexpr bool kHoldTerms = 2 * E * V * B <= 32768;  // as bwd_onchip_rows
+  constexpr bool kHoldTerms = kOnchipHoldsTerms<Traits>;
   using T = typename Traits::XType;
   using VecT = Vec<T, V>;
   using Raw = Bits<VecT>;
