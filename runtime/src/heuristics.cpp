@@ -396,8 +396,8 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
   const InstanceSpec &x = a.spec(), &y = b.spec();
   if (describe(x.family).columns_channels_last && p.layout == Layout::channels_last) {
     // groups narrower than the vector take a workgroup a column of V channels
-    // (fwd_onchip_columns, bwd_onchip_columns): the most workgroups before the widest vector, since these small
-    // tensors wait on latency, not bytes (H100, fp16 / bf16, L2-cold, bench.py --best:
+    // (fwd_onchip_columns, bwd_onchip_columns): the most workgroups before the widest vector,
+    // since these small tensors wait on latency, not bytes (H100, fp16 / bf16, L2-cold, bench.py --best:
     // instance_norm_32x64, C/G = 1, 2-channel columns, 64 workgroups, 6.15 / 6.19 us against
     // 8-channel ones, 16, 8.0 / 8.0; tiny, C/G = 4, a 4-byte vector's rows, 8 workgroups,
     // 2.69 / 2.65 against 8-channel columns, 4, 4.11 / 4.14)
@@ -476,8 +476,8 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
 bool group_runs_of(const Problem& p, int bytes) {
   if (bytes == 0) return true;
   const std::int64_t e = std::int64_t(size_of(p.x_dtype));
-  if (p.layout == Layout::channels_first) return p.spatial_size() * e % bytes == 0;
-  return p.channels_per_group() * e % bytes == 0 && p.last_group_channels() * e % bytes == 0;
+  return group_run(p) * e % bytes == 0 &&
+         (p.layout == Layout::channels_first || p.last_group_channels() * e % bytes == 0);
 }
 
 // The first rule's pick among the instances of the problem's own key.

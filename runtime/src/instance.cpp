@@ -22,12 +22,11 @@ Key Key::of(const Problem& p) { return {p.op, p.x_dtype, p.gamma_dtype, p.layout
 
 // Key::to_string, InstanceSpec::name and parse: generated (templates/instance_name.cpp.j2).
 
-namespace {
-// The group is rows x cols with cols contiguous: channels-first cols are the spatial
-// positions, channels-last cols the group's channels.
-std::int64_t cols(const Problem& p) {
+std::int64_t group_run(const Problem& p) {
   return p.layout == Layout::channels_first ? p.spatial_size() : p.channels_per_group();
 }
+
+namespace {
 constexpr std::int64_t kMaxSlices = 65535;  // the grid's y limit on both vendors
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 std::uintptr_t address(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
@@ -220,8 +219,8 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
                 " rows a workgroup of " + std::to_string(spec_.block) + " holds in a column");
     return true;
   } else if (v > 1) {
-    if (cols(p) % v != 0)
-      return no((p.layout == Layout::channels_first ? "spatial size " : "C/G ") + std::to_string(cols(p)) +
+    if (group_run(p) % v != 0)
+      return no((p.layout == Layout::channels_first ? "spatial size " : "C/G ") + std::to_string(group_run(p)) +
                 " is not a multiple of the vector " + std::to_string(v));
     if (p.layout == Layout::channels_last && p.last_group_channels() % v != 0)
       return no("the last group's " + std::to_string(p.last_group_channels()) +
@@ -423,7 +422,7 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
   k.group_stride = cf ? cg * hw : cg;
   k.row_stride = cf ? hw : p.c;
   k.vectors = cg * hw / spec_.vector;  // peeled (span): at least the body's vectors
-  k.vectors_per_row = FastDivmod::make(std::uint64_t(std::max<std::int64_t>(1, cols(p) / spec_.vector)));
+  k.vectors_per_row = FastDivmod::make(std::uint64_t(std::max<std::int64_t>(1, group_run(p) / spec_.vector)));
   k.group_elements = p.group_elements();
   // the last group of a sample: wider where the groups are uneven (primitives/view.hpp: UnevenGroups)
   const std::int64_t last = p.last_group_channels();

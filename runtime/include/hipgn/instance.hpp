@@ -29,6 +29,11 @@ struct Key {
   static Key of(const Problem&);
 };
 
+// A group as rows of contiguous runs: channels-first a run is a channel's spatial positions,
+// channels-last the group's C/G channels at one position (the last group's may be wider where
+// groups are uneven: Problem::last_group_channels). A vector access must divide it.
+std::int64_t group_run(const Problem& p);
+
 struct InstanceSpec {
   Op op;
   DataType x_dtype, gamma_dtype;
