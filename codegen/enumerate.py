@@ -16,7 +16,8 @@ def _vmax(x_dtype: str) -> int:
 
 
 # Block configurations per preset, as (family, block, vector, per_thread) where vector is
-# "max" (16 bytes), 2 (channels-last groups whose C/G is even but not a multiple of 8), or 1.
+# "max" (16 bytes), 4 or 2 elements (channels-last groups whose C/G is a multiple of 4 or of 2
+# but not of 8), or 1.
 # Onchip capacities (elements) for fp16 at vector "max" are block * 8 * per_thread: the default
 # set steps 1K, 2K, 4K, 8K, 16K, 32K so that the heuristic finds one within 2x of any group
 # that fits; groups past 32K elements loop or split.
@@ -40,6 +41,12 @@ PRESETS = {
         ("onchip", 256, 2, 8),
         ("onchip", 512, 2, 16),
         ("onchip", 1024, 2, 16),
+        # 8-byte vectors for channels-last groups of C/G a multiple of 4 but not of 8 (SD's 20
+        # and 60): 0.89-0.98x the 4-byte instances' time (bench/NOTES.md, "8-byte vectors for
+        # the channels-last onchip forward"); at fp32 these are the 16-byte tiles
+        ("onchip", 256, 4, 8),
+        ("onchip", 512, 4, 8),
+        ("onchip", 1024, 4, 8),
         ("looped", 256, "max", 4),
         ("looped", 512, "max", 4),
         ("looped", 256, 2, 4),

@@ -245,7 +245,7 @@ const Instance* choose_named(const Shape& s, Layout layout, std::initializer_lis
 }
 
 TEST(Heuristics, OnchipForwardSpreadsTheGroupOverTheMostThreadsThatEachGetAVector) {
-  // channels-last SD 16x16 C=1280 (1280 vectors of 8): 512; SD 16x16 C=640 (2560 of 2): 512,
+  // channels-last SD 8x8 C=2560 (1280 vectors of 4): 512; SD 16x16 C=640 (1280 of 4): 512,
   // not 1024 (up to 512 threads); det 7x11 C=256 (77 of 8): no block is that small, so the
   // smallest, 128
   struct Case {
@@ -253,16 +253,32 @@ TEST(Heuristics, OnchipForwardSpreadsTheGroupOverTheMostThreadsThatEachGetAVecto
     const char* want;
     const char* other;
   };
-  for (const Case& c : {Case{Shape{2, 1280, {16, 16}, 32}, "gn_fwd_f16_f16_cl_swish_onchip_b512_v8_e8",
-                             "gn_fwd_f16_f16_cl_swish_onchip_b256_v8_e8"},
-                        Case{Shape{2, 640, {16, 16}, 32}, "gn_fwd_f16_f16_cl_swish_onchip_b512_v2_e16",
-                             "gn_fwd_f16_f16_cl_swish_onchip_b1024_v2_e16"},
+  for (const Case& c : {Case{Shape{2, 2560, {8, 8}, 32}, "gn_fwd_f16_f16_cl_swish_onchip_b512_v4_e8",
+                             "gn_fwd_f16_f16_cl_swish_onchip_b256_v4_e8"},
+                        Case{Shape{2, 640, {16, 16}, 32}, "gn_fwd_f16_f16_cl_swish_onchip_b512_v4_e8",
+                             "gn_fwd_f16_f16_cl_swish_onchip_b1024_v4_e8"},
                         Case{Shape{2, 256, {7, 11}, 32}, "gn_fwd_f16_f16_cl_swish_onchip_b128_v8_e1",
                              "gn_fwd_f16_f16_cl_swish_onchip_b512_v8_e8"}}) {
     const Instance* inst = choose_named(c.s, Layout::channels_last, {c.want, c.other});
     if (!inst) GTEST_SKIP() << "the preset lacks " << c.want << " or " << c.other;
     EXPECT_EQ(inst->name(), c.want);
   }
+}
+
+TEST(Heuristics, OnchipChannelsLastForwardTakesEightByteVectorsForLargeGroups) {
+  // from 4096 elements a group, 8-byte vectors before 16-byte ones: SD 16x16 C=1280 (10240) and
+  // SD 8x8 C=2560 (5120) 512 x 4 x 8, SD 16x16 C=2560 (20480) 1024 x 4 x 8 (the one 8-byte
+  // instance that holds it); SD 8x8 C=1280 (2560) keeps 16-byte vectors, 256 x 8 x 2
+  const char* v4 = "gn_fwd_f16_f16_cl_swish_onchip_b512_v4_e8";
+  const char* v4_1024 = "gn_fwd_f16_f16_cl_swish_onchip_b1024_v4_e8";
+  const char* v8 = "gn_fwd_f16_f16_cl_swish_onchip_b512_v8_e8";
+  const char* v8_small = "gn_fwd_f16_f16_cl_swish_onchip_b256_v8_e2";
+  const Instance* mid = choose_named(Shape{2, 1280, {16, 16}, 32}, Layout::channels_last, {v4, v4_1024, v8, v8_small});
+  if (!mid) GTEST_SKIP() << "the preset lacks the onchip 8-byte and 16-byte instances";
+  EXPECT_EQ(mid->name(), v4);
+  EXPECT_EQ(choose_named(Shape{2, 2560, {8, 8}, 32}, Layout::channels_last, {v4})->name(), v4);
+  EXPECT_EQ(choose_named(Shape{2, 2560, {16, 16}, 32}, Layout::channels_last, {v4_1024})->name(), v4_1024);
+  EXPECT_EQ(choose_named(Shape{2, 1280, {8, 8}, 32}, Layout::channels_last, {v8_small})->name(), v8_small);
 }
 
 TEST(Heuristics, ChannelsLastStreamForwardTakesOneColumnWhereTheRowAllows) {
