@@ -268,7 +268,8 @@ TEST(Heuristics, OnchipForwardSpreadsTheGroupOverTheMostThreadsThatEachGetAVecto
 TEST(Heuristics, OnchipChannelsLastForwardTakesEightByteVectorsForLargeGroups) {
   // from 4096 elements a group, 8-byte vectors before 16-byte ones: SD 16x16 C=1280 (10240) and
   // SD 8x8 C=2560 (5120) 512 x 4 x 8, SD 16x16 C=2560 (20480) 1024 x 4 x 8 (the one 8-byte
-  // instance that holds it); SD 8x8 C=1280 (2560) keeps 16-byte vectors, 256 x 8 x 2
+  // instance that holds it); SD 8x8 C=1280 (2560) keeps 16-byte vectors, 256 x 8 x 2, and below
+  // 4096 elements 4-byte vectors come before 8-byte ones too (tiny, C/G = 4: 256 x 2 x 8)
   const char* v4 = "gn_fwd_f16_f16_cl_swish_onchip_b512_v4_e8";
   const char* v4_1024 = "gn_fwd_f16_f16_cl_swish_onchip_b1024_v4_e8";
   const char* v8 = "gn_fwd_f16_f16_cl_swish_onchip_b512_v8_e8";
@@ -279,6 +280,9 @@ TEST(Heuristics, OnchipChannelsLastForwardTakesEightByteVectorsForLargeGroups) {
   EXPECT_EQ(choose_named(Shape{2, 2560, {8, 8}, 32}, Layout::channels_last, {v4})->name(), v4);
   EXPECT_EQ(choose_named(Shape{2, 2560, {16, 16}, 32}, Layout::channels_last, {v4_1024})->name(), v4_1024);
   EXPECT_EQ(choose_named(Shape{2, 1280, {8, 8}, 32}, Layout::channels_last, {v8_small})->name(), v8_small);
+  const char* v2_tiny = "gn_fwd_f16_f16_cl_swish_onchip_b256_v2_e8";
+  EXPECT_EQ(choose_named(Shape{1, 32, {8, 8}, 8}, Layout::channels_last, {v2_tiny, "gn_fwd_f16_f16_cl_swish_onchip_b256_v4_e8"})->name(),
+            v2_tiny);
 }
 
 TEST(Heuristics, ChannelsLastStreamForwardTakesOneColumnWhereTheRowAllows) {

@@ -30,7 +30,7 @@ constexpr double kResidentClFwdBytesPerCu = 48 << 10;
 // the group too (better()).
 constexpr int kOnchipMostThreads = 512;
 // The channels-last onchip forward's 8-byte vectors before 16-byte ones from groups of this
-// many elements (better()).
+// many elements, after 16-byte and 4-byte ones below it (better()).
 constexpr std::int64_t kOnchipClFwdEightByteFromElements = 4096;
 // The channels-first forward's stream family from this many bytes of x a compute unit (below),
 // and up to which its instance of one 512-thread workgroup a compute unit (per_thread 2) wins.
@@ -417,17 +417,19 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     if (onchip_cl_columns(p.channels_per_group(), x.vector) && x.block != y.block) return x.block < y.block;
   }
   if (x.family == Family::onchip && p.op == Op::fwd && p.layout == Layout::channels_last && x.vector != y.vector &&
-      size_of(p.x_dtype) == 2 && p.group_elements() >= kOnchipClFwdEightByteFromElements) {
-    // the channels-last onchip forward of a large group of 16-bit values (fp32 unmeasured):
-    // 8-byte vectors before 16-byte ones
+      size_of(p.x_dtype) == 2) {
+    // the channels-last onchip forward of 16-bit values (fp32 unmeasured): from a large group
+    // 8-byte vectors before 16-byte ones, below it after 16-byte and 4-byte ones
     // (H100, fp16 / bf16, L2-cold, bench.py --best, the same process: sd15_8x2560, 5120
     // elements, 512 x 4 x 8 4.70 / 4.74 us against 512 x 8 x 8 4.90 / 4.93; sd15_16x1280,
     // 10240, 5.55 / 5.66 against 6.00 / 6.03; sd15_16x2560, 20480, 1024 x 4 x 8 7.83 / 7.71
     // against 8.49 / 8.41), not a smaller one (r50_7x2048_n32, 3136: 256 x 8 x 2 10.28 / 10.56
-    // against 256 x 4 x 8 10.75 / 10.91; sd15_8x1280, 2560: 3.97 / 4.01 against 4.09 / 4.20);
-    // bench/NOTES.md, "8-byte vectors for the channels-last onchip forward"
+    // against 256 x 4 x 8 10.75 / 10.91; sd15_8x1280, 2560: 3.97 / 4.01 against 4.09 / 4.20),
+    // where 4-byte vectors beat them too (256 x 2 x 8: r50_7x2048_n32 10.01 / 10.09;
+    // det_13x21x256, 2184, 3.99 / 3.99 against 4.15 / 4.19; tiny, 256, 2.65 / 2.64 against
+    // 2.76 / 2.74); bench/NOTES.md, "8-byte vectors for the channels-last onchip forward"
     const bool eight_a = x.vector == 4, eight_b = y.vector == 4;
-    if (eight_a != eight_b) return eight_a;
+    if (eight_a != eight_b) return eight_a == (p.group_elements() >= kOnchipClFwdEightByteFromElements);
   }
   if (x.vector != y.vector) return x.vector > y.vector;
   if (describe(x.family).streams && p.op == Op::fwd) {
