@@ -231,12 +231,18 @@ __device__ __forceinline__ void fwd_onchip_columns(const Params& p, std::int64_t
 
 // Family onchip, channels-first, the group's body aligned: vector q of the group at thread
 // q % block, kPerThread of them a thread. Mean and variance are two exact passes over registers.
+// Even channels-first groups are consecutive runs of C/G x HW elements, so vector q is at
+// group * group_stride + q * V: x's address waits on no division (the group's sample, for its
+// channels, and q's channel row, for gamma and beta, are off that chain), and 1 / count is formed
+// while x is in flight (bench/NOTES.md, "The small channels-first forward's prologue").
 template <typename Traits>
 __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, const GroupView<Traits>& view, std::int64_t group) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
-  const auto* x = static_cast<const typename Traits::XType*>(p.x);
-  // Only the values stay in registers; offsets are recomputed for the store (a multiply-high
-  // each), which keeps the 1024-thread configurations within 64 registers.
+  static_assert(!kUneven<Traits>, "consecutive groups of C/G channels: the onchip family runs even groups only");
+  const auto* x = static_cast<const typename Traits::XType*>(p.x) + group * p.group_stride;
+  const auto channel = [&](int q) { return view.channel0 + p.vectors_per_row.div31(std::uint32_t(q)); };
+  // Only the values stay in registers; offsets and channels are recomputed for the store (a
+  // multiply-high each), which keeps the 1024-thread configurations within 64 registers.
   float v[E][V];
   // With a few vectors a thread, each vector's gamma and beta (its one channel) loaded beside
   // x, so that their latency is not on the chain after the two reductions (bench/NOTES.md,
@@ -247,68 +253,71 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, const GroupV
   float sum = 0.f;
 #pragma unroll
   for (int e = 0; e < E; ++e) {
-    const std::int64_t q = threadIdx.x + std::int64_t(e) * B;
+    const int q = threadIdx.x + e * B;
     if (q < p.vectors) {
-      std::int64_t offset, channel;
-      view.locate(p, q, offset, channel);
-      load_vec<V>(x + offset, v[e]);
+      load_vec<V>(x + std::int64_t(q) * V, v[e]);
       if constexpr (kEarlyAffine) {
-        const Affine<Traits> a(p, channel);
+        const Affine<Traits> a(p, channel(q));
         early_gamma[e] = a.gamma, early_beta[e] = a.beta;
       }
 #pragma unroll
       for (int i = 0; i < V; ++i) sum += v[e][i];
     }
   }
-  const float count = float(p.vectors * V);
-  const float mean = block_sum<B>(sum) / count;
+  const float inv_count = 1.f / float(p.vectors * V);
+  const float mean = block_sum<B>(sum) * inv_count;
   float sq = 0.f;
 #pragma unroll
   for (int e = 0; e < E; ++e) {
-    if (threadIdx.x + std::int64_t(e) * B < p.vectors) {
+    if (threadIdx.x + e * B < p.vectors) {
 #pragma unroll
       for (int i = 0; i < V; ++i) sq += (v[e][i] - mean) * (v[e][i] - mean);
     }
   }
-  const float rstd = rsqrtf(block_sum<B>(sq) / count + p.eps);
+  const float rstd = rsqrtf(block_sum<B>(sq) * inv_count + p.eps);
   if (threadIdx.x == 0) save_stats(p, group, mean, rstd);
 #pragma unroll
   for (int e = 0; e < E; ++e) {
-    const std::int64_t q = threadIdx.x + std::int64_t(e) * B;
+    const int q = threadIdx.x + e * B;
     if (q < p.vectors) {
-      std::int64_t offset, channel;
-      view.locate(p, q, offset, channel);
       if constexpr (kEarlyAffine) {  // normalize_store's arithmetic, on the early gamma and beta
         const float scale = early_gamma[e] * rstd;
         float out[V];
 #pragma unroll
         for (int i = 0; i < V; ++i)
           out[i] = activate<Traits::kActivation>((v[e][i] - mean) * scale + early_beta[e], p.swish_beta);
-        store_vec<V>(static_cast<typename Traits::XType*>(p.y) + offset, out);
+        store_vec<V>(static_cast<typename Traits::XType*>(p.y) + group * p.group_stride + std::int64_t(q) * V, out);
       } else {
-        normalize_store<Traits>(p, v[e], offset, channel, mean, rstd);
+        std::int64_t offset, c;
+        view.locate(p, q, offset, c);
+        normalize_store<Traits>(p, v[e], offset, c, mean, rstd);
       }
     }
   }
 }
 
 // Family onchip: one workgroup per group, the whole group in registers (kPerThread vectors a
-// thread); x is read once.
+// thread); x is read once. Channels-first, the aligned body only: the span mode is a kernel of
+// its own (fwd_onchip_span_kernel), chosen at launch from Params::span, so that this one neither
+// reads that flag (one more constant-cache line) nor jumps over the peeled code before its first
+// load (bench/NOTES.md, "The small channels-first forward's prologue").
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_kernel(Params p) {
   const std::int64_t group = blockIdx.x;
   const GroupView<Traits> view(p, group);
-  if constexpr (Traits::kLayout == Layout::channels_last) {
-    fwd_onchip_rows<Traits>(p, view, group);
-  } else {
-    if constexpr (sizeof(typename Traits::XType) * Traits::kVectorSize == kPeeledForwardVectorBytes) {
-      if (spans<Traits>(p)) {
-        fwd_onchip_span<Traits>(p, view, group);
-        return;
-      }
-    }
-    fwd_onchip_aligned<Traits>(p, view, group);
-  }
+  if constexpr (Traits::kLayout == Layout::channels_last) fwd_onchip_rows<Traits>(p, view, group);
+  else fwd_onchip_aligned<Traits>(p, view, group);
+}
+
+// Which forward instances have the span mode (Instance::supports: 16-byte vectors only).
+template <typename Traits>
+inline constexpr bool kOnchipSpans =
+    kPeels<Traits> && sizeof(typename Traits::XType) * Traits::kVectorSize == kPeeledForwardVectorBytes;
+
+template <typename Traits>
+__global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_span_kernel(Params p) {
+  const std::int64_t group = blockIdx.x;
+  fwd_onchip_span<Traits>(p, GroupView<Traits>(p, group), group);
 }
 
 // Family onchip, channels-last groups narrower than the vector: a workgroup a column. A kernel
@@ -763,6 +772,12 @@ struct FamilyLauncher<Family::onchip> {
       }
     }
     if constexpr (kForward) {
+      if constexpr (kOnchipSpans<Traits>) {
+        if (p.span) {
+          fwd_onchip_span_kernel<Traits><<<dim3(p.num_groups), dim3(Traits::kBlockSize), 0, stream>>>(p);
+          return hipGetLastError();
+        }
+      }
       fwd_onchip_kernel<Traits><<<dim3(p.num_groups), dim3(Traits::kBlockSize), 0, stream>>>(p);
       return hipGetLastError();
     } else {
