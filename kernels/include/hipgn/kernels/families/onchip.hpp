@@ -239,7 +239,8 @@ template <typename Traits>
 __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, const GroupView<Traits>& view, std::int64_t group) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
   static_assert(!kUneven<Traits>, "consecutive groups of C/G channels: the onchip family runs even groups only");
-  const auto* x = static_cast<const typename Traits::XType*>(p.x) + group * p.group_stride;
+  const std::int64_t base = group * p.group_stride;  // the group's first element
+  const auto* x = static_cast<const typename Traits::XType*>(p.x) + base;
   const auto channel = [&](int q) { return view.channel0 + p.vectors_per_row.div31(std::uint32_t(q)); };
   // Only the values stay in registers; offsets and channels are recomputed for the store (a
   // multiply-high each), which keeps the 1024-thread configurations within 64 registers.
@@ -286,7 +287,7 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, const GroupV
 #pragma unroll
         for (int i = 0; i < V; ++i)
           out[i] = activate<Traits::kActivation>((v[e][i] - mean) * scale + early_beta[e], p.swish_beta);
-        store_vec<V>(static_cast<typename Traits::XType*>(p.y) + group * p.group_stride + std::int64_t(q) * V, out);
+        store_vec<V>(static_cast<typename Traits::XType*>(p.y) + base + std::int64_t(q) * V, out);
       } else {
         std::int64_t offset, c;
         view.locate(p, q, offset, c);
