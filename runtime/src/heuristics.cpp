@@ -32,6 +32,9 @@ constexpr int kOnchipMostThreads = 512;
 // The channels-last onchip forward's 8-byte vectors before 16-byte ones from groups of this
 // many elements, after 16-byte and 4-byte ones below it (better()).
 constexpr std::int64_t kOnchipClFwdEightByteFromElements = 4096;
+// The channels-last onchip backward's 4-byte vectors before 16-byte ones from groups of this
+// many elements (better()).
+constexpr std::int64_t kOnchipClBwdFourByteFromElements = 8192;
 // The channels-first forward's stream family from this many bytes of x a compute unit (below),
 // and up to which its instance of one 512-thread workgroup a compute unit (per_thread 2) wins.
 constexpr double kStreamCfFwdBytesPerCu = 60 << 10;
@@ -430,6 +433,17 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     // 2.76 / 2.74); bench/NOTES.md, "8-byte vectors for the channels-last onchip forward"
     const bool eight_a = x.vector == 4, eight_b = y.vector == 4;
     if (eight_a != eight_b) return eight_a == (p.group_elements() >= kOnchipClFwdEightByteFromElements);
+  }
+  if (x.family == Family::onchip && p.op != Op::fwd && p.layout == Layout::channels_last && x.vector != y.vector &&
+      size_of(p.x_dtype) == 2 && p.group_elements() >= kOnchipClBwdFourByteFromElements) {
+    // the channels-last onchip backward of a large group of 16-bit values (it builds no 8-byte
+    // instances; fp32 unmeasured): 4-byte vectors before 16-byte ones, as the forward's narrower
+    // vectors win there (H100, fp16 / bf16, L2-cold, bench.py --best: sd15_16x1280, 10240
+    // elements, 512 x 2 x 16 8.63 / 8.67 us against 512 x 8 x 4 9.16 / 9.18), not below
+    // (sd15_8x2560, 5120: 8.33 / 8.25 against 8.26 / 8.22; sd15_8x1280, 2560, 256 x 2 x 8 6.91
+    // / 6.90 against 256 x 8 x 2 6.47 / 6.55; det_13x21x256, 2184, 5.81 / 5.83 against 5.58 /
+    // 5.60). One shape above the threshold: the thinnest of these rules' evidence.
+    if ((x.vector == 2) != (y.vector == 2)) return x.vector == 2;
   }
   if (x.vector != y.vector) return x.vector > y.vector;
   if (describe(x.family).streams && p.op == Op::fwd) {
