@@ -88,6 +88,16 @@ __device__ __forceinline__ void fwd_onchip_span(const Params& p, const GroupView
   }
 }
 
+// Whether the onchip forward's slots all load, a slot past the group at a place in it (its sum
+// masked by a select), so that no branch separates a thread's loads: with a guarded load a slot
+// ptxas issued them in rounds, each waiting for the one before (Nsight, sd15_16x640). Measured
+// (bench/NOTES.md, "Loads in one round; the resident forward's stores on one path"): with two
+// slots a thread 0.83-0.85x (sd15_8x1280, both layouts), one 0.96-0.98x; with eight or sixteen
+// 0.97-1.08x, slower on most (the extra loads of unused slots, and the registers of all in
+// flight), so those keep the guarded loads.
+template <typename Traits>
+inline constexpr bool kOnchipLoadsAtOnce = Traits::kPerThread <= 2;
+
 // Family onchip, channels-last: a thread keeps one vector column of the group's rows and walks
 // the rows (positions) R = block / columns apart, up to kPerThread of them (onchip_cl_rows), so
 // a vector's place is a pointer step, not a division, and its channels' gamma and beta are
@@ -107,14 +117,16 @@ __device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView
   const std::int64_t first = view.base + std::int64_t(r0) * p.row_stride + column * V;
   const std::int64_t step = std::int64_t(R) * p.row_stride;
   const X* x = static_cast<const X*>(p.x) + first;
+  const X* x0 = static_cast<const X*>(p.x) + view.base + column * V;  // the column's first row
   float v[E][V];
   float sum = 0.f;
 #pragma unroll
   for (int e = 0; e < E; ++e) {
-    if (active && r0 + e * R < rows) {
-      load_vec<V>(x + e * step, v[e]);
+    const bool mine = active && r0 + e * R < rows;
+    if (kOnchipLoadsAtOnce<Traits> || mine) {
+      load_vec<V>(mine ? x + e * step : x0, v[e]);
 #pragma unroll
-      for (int i = 0; i < V; ++i) sum += v[e][i];
+      for (int i = 0; i < V; ++i) sum += mine ? v[e][i] : 0.f;
     }
   }
   float gamma[V], beta[V];
@@ -255,14 +267,16 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, const GroupV
 #pragma unroll
   for (int e = 0; e < E; ++e) {
     const int q = threadIdx.x + e * B;
-    if (q < p.vectors) {
-      load_vec<V>(x + std::int64_t(q) * V, v[e]);
+    const bool mine = q < p.vectors;
+    if (kOnchipLoadsAtOnce<Traits> || mine) {
+      const int at = mine ? q : 0;  // the group's first vector for a slot past it
+      load_vec<V>(x + std::int64_t(at) * V, v[e]);
       if constexpr (kEarlyAffine) {
-        const Affine<Traits> a(p, channel(q));
+        const Affine<Traits> a(p, channel(at));
         early_gamma[e] = a.gamma, early_beta[e] = a.beta;
       }
 #pragma unroll
-      for (int i = 0; i < V; ++i) sum += v[e][i];
+      for (int i = 0; i < V; ++i) sum += mine ? v[e][i] : 0.f;
     }
   }
   const float inv_count = 1.f / float(p.vectors * V);

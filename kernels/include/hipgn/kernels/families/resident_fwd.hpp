@@ -250,15 +250,39 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
     std::int64_t c = std::int64_t(p.spatial.div(std::uint64_t(rel0)));
     std::int64_t off = rel0 - c * p.spatial_size;
     c -= c_lo;
+    const auto advance = [&] {
+      off += std::int64_t(B) * V;
+      const std::int64_t steps = std::int64_t(p.spatial.div(std::uint64_t(off)));
+      c += steps;
+      off -= steps * p.spatial_size;
+    };
+    if (p.spatial_size >= V) {
+      // A vector meets at most two channels: one path for every vector, each element taking
+      // channel c's scale and shift or the next one's by a select. Two paths a vector (whole,
+      // or crossing a channel's end) put a jump over the second path's code in each of the E
+      // unrolled vectors: 0.92-0.99x the time with one (bench/NOTES.md, "Loads in one round;
+      // the resident forward's stores on one path", where the rest of the loop's instruction
+      // fetch stalls are).
 #pragma unroll
-    for (int e = 0; e < E; ++e) {
-      if (e * B + t < count) {
-        float f[V];
-        if (off + V <= p.spatial_size) {  // the whole vector in one channel: the common case
-          const float sc = scale[c], sh = shift[c];
+      for (int e = 0; e < E; ++e) {
+        if (e * B + t < count) {
+          const std::int64_t left = p.spatial_size - off;  // elements of channel c from the vector's first
+          const int cut = left < V ? int(left) : V;
+          const std::int64_t c1 = cut < V ? c + 1 : c;  // staged: the vector's elements from cut are c + 1's
+          const float sc0 = scale[c], sh0 = shift[c], sc1 = scale[c1], sh1 = shift[c1];
+          float f[V];
 #pragma unroll
-          for (int i = 0; i < V; ++i) f[i] = activate<Traits::kActivation>(v[e][i] * sc + sh, p.swish_beta);
-        } else {
+          for (int i = 0; i < V; ++i)
+            f[i] = activate<Traits::kActivation>(v[e][i] * (i < cut ? sc0 : sc1) + (i < cut ? sh0 : sh1), p.swish_beta);
+          dst[e * B + t] = narrow<T, V>(f);
+        }
+        advance();
+      }
+    } else {  // channels shorter than a vector: an element's channel by steps
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        if (e * B + t < count) {
+          float f[V];
           std::int64_t ci = c, oi = off;
 #pragma unroll
           for (int i = 0; i < V; ++i) {
@@ -266,13 +290,10 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
             f[i] = activate<Traits::kActivation>(v[e][i] * scale[ci] + shift[ci], p.swish_beta);
             ++oi;
           }
+          dst[e * B + t] = narrow<T, V>(f);
         }
-        dst[e * B + t] = narrow<T, V>(f);
+        advance();
       }
-      off += std::int64_t(B) * V;
-      const std::int64_t steps = std::int64_t(p.spatial.div(std::uint64_t(off)));
-      c += steps;
-      off -= steps * p.spatial_size;
     }
     if (has_head) {
       const std::int64_t ch = std::int64_t(p.spatial.div(std::uint64_t(t))) - c_lo;
