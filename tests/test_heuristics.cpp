@@ -237,8 +237,9 @@ TEST(Heuristics, SpatialSizeOneRunsAsChannelsLast) {
 
 // The tie-breaks inside a family (heuristics.cpp: better), each on the shapes whose every-instance
 // timings set it (bench/results/latest.json); skipped where the preset lacks the instances.
-const Instance* choose_named(const Shape& s, Layout layout, std::initializer_list<const char*> need) {
-  const Problem p = make_problem(s, DataType::f16, DataType::f16, layout, Activation::swish);
+const Instance* choose_named(const Shape& s, Layout layout, std::initializer_list<const char*> need,
+                             DataType dt = DataType::f16) {
+  const Problem p = make_problem(s, dt, dt, layout, Activation::swish);
   for (const char* n : need)
     if (!Registry::global().find(n)) return nullptr;
   return heuristic_choice(Registry::global(), kH100, p);
@@ -298,10 +299,11 @@ TEST(Heuristics, ChannelsLastStreamForwardTakesOneColumnWhereTheRowAllows) {
 }
 
 TEST(Heuristics, ResidentOneSliceTiesGoToMoreThreads) {
-  // channels-first SD 32x32 C=320, 10240-element groups: 512 x 4 and 256 x 8 both hold one
-  const char* want = "gn_fwd_f16_f16_cf_swish_resident_b512_v8_e4";
-  const Instance* inst =
-      choose_named(Shape{2, 320, {32, 32}, 32}, Layout::channels_first, {want, "gn_fwd_f16_f16_cf_swish_resident_b256_v8_e8"});
+  // channels-first SD 32x32 C=320, 10240-element groups: 512 x 4 and 256 x 8 both hold one (in
+  // bf16: fp16's go to the onchip family)
+  const char* want = "gn_fwd_bf16_bf16_cf_swish_resident_b512_v8_e4";
+  const Instance* inst = choose_named(Shape{2, 320, {32, 32}, 32}, Layout::channels_first,
+                                      {want, "gn_fwd_bf16_bf16_cf_swish_resident_b256_v8_e8"}, DataType::bf16);
   if (!inst) GTEST_SKIP() << "the preset lacks the resident 512 x 4 and 256 x 8 instances";
   EXPECT_EQ(inst->name(), want);
 }
@@ -370,6 +372,32 @@ TEST(Heuristics, ChannelsFirstSmallGroupsStayOnChipWhateverTheSpatialSize) {
     ASSERT_NE(inst, nullptr);
     EXPECT_EQ(inst->spec().family, Family::onchip) << inst->name();
   }
+}
+
+// Channels-first small tensors of 16-bit values: a workgroup per group of up to 8192 elements,
+// each thread two vectors of it; fp16 up to the onchip family's 32K, where bf16's 16-byte onchip
+// instances lose to the resident family (heuristics.cpp; bench.py --best, H100, 2026-11-27:
+// sd15_16x640 256 x 8 x 4 4.48 / 4.52 us against 512 x 8 x 8 4.69 / 5.13 and resident 5.18 /
+// 5.22; sd15_32x640 fp16 512 x 8 x 8 7.81 against resident 8.76, bf16 9.12 against 8.77).
+TEST(Heuristics, ChannelsFirstSmallGroupsOfFp16StayOnChip) {
+  const Shape sd16{2, 640, {16, 16}, 32}, sd32{2, 640, {32, 32}, 32};
+  if (!Registry::global().find("gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4") ||
+      !Registry::global().find("gn_fwd_bf16_bf16_cf_swish_onchip_b256_v8_e4") ||
+      !reaches(Family::onchip, sd32, Layout::channels_first) || !reaches(Family::resident, sd32, Layout::channels_first))
+    GTEST_SKIP() << "this build lacks the default preset's channels-first onchip and resident instances";
+  for (DataType dt : {DataType::f16, DataType::bf16}) {
+    const Instance* inst = choose(sd16, Layout::channels_first, dt);
+    ASSERT_NE(inst, nullptr);
+    EXPECT_EQ(inst->spec().family, Family::onchip) << inst->name();
+    EXPECT_EQ(inst->spec().block, 256) << inst->name();
+  }
+  const Instance* f16 = choose(sd32, Layout::channels_first, DataType::f16);
+  const Instance* bf16 = choose(sd32, Layout::channels_first, DataType::bf16);
+  ASSERT_NE(f16, nullptr);
+  ASSERT_NE(bf16, nullptr);
+  EXPECT_EQ(f16->spec().family, Family::onchip) << f16->name();
+  EXPECT_EQ(f16->spec().block, 512) << f16->name();
+  EXPECT_EQ(bf16->spec().family, Family::resident) << bf16->name();
 }
 
 TEST(Heuristics, SmallChannelsLastGroupsStayOnChip) {

@@ -127,15 +127,36 @@ RuleTables sm_90() {
       // Channels-first below 60 KB a compute unit, groups of up to 4096 elements with 16-byte
       // vectors: a workgroup per group holding it, no exchange (measured on an H100, fp16 SiLU,
       // L2-cold, every instance: tiny, 256 elements, onchip 2.4 us against resident 3.9;
-      // instance_norm_32x64, 1024: 3.3 against 4.5; sd15_8x1280, 2560: 4.3 against 4.7; at 5120
-      // the two are within a few percent either way, sd15_16x640 resident 5.2 against onchip 5.4
-      // and, after the whole-vector stores, 5.0), whatever the spatial size (the onchip
-      // forward peels it: det_7x11x256, 616 elements, 2.9 against 4.7; r50_7x2048_n32, 1024
-      // groups of 3136, 10.5 against 16.6; bench/NOTES.md, "The onchip forward, peeled") ...
+      // instance_norm_32x64, 1024: 3.3 against 4.5; sd15_8x1280, 2560: 4.3 against 4.7),
+      // whatever the spatial size (the onchip forward peels it: det_7x11x256, 616 elements, 2.9
+      // against 4.7; r50_7x2048_n32, 1024 groups of 3136, 10.5 against 16.6; bench/NOTES.md,
+      // "The onchip forward, peeled") ...
       Rule{Family::onchip, kAny, 0, "channels-first, a small tensor, groups of up to 4096 elements: a workgroup per group",
            4096, Rule::kChannelsFirst}
           .bytes_per_cu(0, kStreamCfFwdBytesPerCu)
           .vector_bytes(16),
+      // ... with 16-bit values up to 8192 elements: at 5120 the two were within a few percent
+      // until the onchip forward's prologue (bench/NOTES.md, "The small channels-first
+      // forward's prologue"); now sd15_16x640 and sd15_8x2560, fp16 / bf16, onchip 256 x 8 x 4
+      // 4.48 / 4.52 and 4.51 / 4.54 us against resident 5.18 / 5.22 and 5.17 / 5.23 (bench.py
+      // --best, 2026-11-27; fp32 unmeasured there) ...
+      Rule{Family::onchip, kAny, 0, "channels-first, a small tensor of 16-bit values, groups of up to 8192 elements: a workgroup per group",
+           8192, Rule::kChannelsFirst}
+          .bytes_per_cu(0, kStreamCfFwdBytesPerCu)
+          .vector_bytes(16)
+          .only({DataType::f16, DataType::bf16}),
+      // ... and fp16 up to the onchip family's 32K: 512 x 8 x 8 against the resident family's
+      // best, sd15_32x320 (10240 elements) 5.75 us against 6.31, sd15_16x1280 5.86 / 6.21,
+      // odd_31x31_c640 (19220) 8.02 / 8.61, sd15_32x640 (20480) 7.81 / 8.76, sd15_16x2560 8.54 /
+      // 8.70, odd_3d_7x31x37_c120_cg3 (24087) 9.05 / 9.77, odd_97x89_c96_cg3 (25899) 9.51 / 9.74,
+      // sd15_32x960 (30720) 10.00 / 10.50, but sd15_16x1920 (15360) 7.09 / 6.99. Not bf16, whose
+      // 16-byte onchip instances lose there (sd15_32x320 6.42 / 6.30, sd15_32x640 9.12 / 8.77,
+      // sd15_32x960 12.26 / 10.34; why is not known; bench.py --best, 2026-11-27) ...
+      Rule{Family::onchip, kAny, 0, "channels-first, a small fp16 tensor, groups of up to 32K elements: a workgroup per group",
+           32768, Rule::kChannelsFirst}
+          .bytes_per_cu(0, kStreamCfFwdBytesPerCu)
+          .vector_bytes(16)
+          .only({DataType::f16}),
       // ... and groups of fewer than 64 elements a workgroup per group looping over them
       // (hw1_512, 16 elements, spatial 1: looped 3.2 us against resident 4.8).
       Rule{Family::looped, kAny, 0, "channels-first, a small tensor, groups below 64 elements: a workgroup per group",
@@ -484,8 +505,14 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     // same (bench/NOTES.md, "The channels-last onchip backward by rows": SD 8x8 C=2560 512 x 8
     // 7.8 us against 256 x 8 8.4; SD 16x16 C=640 512 x 2 7.8 against 1024 x 2 9.7; SD 32x32
     // C=320 10.4 against 11.5; hw1_512 128 x 8 5.1 against 512 x 8 8.6).
+    // Channels-first, the forward's threads each take two vectors of the group (vector q at
+    // thread q % block, fwd_onchip_aligned): sd15_16x640, 640 vectors of 8, 256 x 8 x 4 4.48 /
+    // 4.52 us (fp16 / bf16) against 512 x 8 x 8 4.69 / 5.13; sd15_8x2560 4.51 / 4.54 against
+    // 4.79 / 5.25; with 1280 (sd15_32x320) 512 x 8 x 8 5.75 / 6.42 against 256 x 8 x 8 5.99 /
+    // 7.41 (bench.py --best, 2026-11-27).
     const std::int64_t vectors = p.group_elements() / x.vector;
-    const bool fill_a = x.block <= vectors, fill_b = y.block <= vectors;
+    const std::int64_t each = p.layout == Layout::channels_first && p.op == Op::fwd ? 2 : 1;
+    const bool fill_a = x.block * each <= vectors, fill_b = y.block * each <= vectors;
     if (fill_a != fill_b) return fill_a;
     if (!fill_a) return x.block < y.block;
     const bool cap_a = x.block <= kOnchipMostThreads, cap_b = y.block <= kOnchipMostThreads;
@@ -523,7 +550,8 @@ const Instance* rule_choice(const Registry& reg, const DeviceInfo& dev, const Pr
     if (groups_per_cu >= rule.max_groups_per_cu || groups_per_cu < rule.min_groups_per_cu ||
         p.group_elements() < rule.min_group_elements || p.group_elements() > rule.max_group_elements ||
         p.c > rule.max_channels || p.c < rule.min_channels || !(rule.layouts & (1 << int(p.layout))) ||
-        bytes < rule.min_bytes_per_cu || bytes >= rule.max_bytes_per_cu || !group_runs_of(p, rule.group_run_bytes))
+        bytes < rule.min_bytes_per_cu || bytes >= rule.max_bytes_per_cu || !group_runs_of(p, rule.group_run_bytes) ||
+        !(rule.x_dtypes & (1 << int(p.x_dtype))))
       continue;
     const Instance* best = nullptr;
     for (const Instance* inst : bucket) {

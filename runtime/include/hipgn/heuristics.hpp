@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <string>
 #include <vector>
@@ -71,7 +72,9 @@ struct Rule {
   // and a group's contiguous run (channels-last its C/G channels, every group's; channels-first
   // its H x W positions) spans a multiple of this many bytes: vectors of that width fit it
   int group_run_bytes = 0;
+  int x_dtypes = kAnyDtype;           // and x's type is one of these (bits of DataType)
   static constexpr int kAnyLayout = 3, kChannelsFirst = 1, kChannelsLast = 2;
+  static constexpr int kAnyDtype = ~0;
 
   Rule bytes_per_cu(double min, double max) const {
     Rule r = *this;
@@ -91,6 +94,12 @@ struct Rule {
   Rule channels_from(std::int64_t c) const {
     Rule r = *this;
     r.min_channels = c;
+    return r;
+  }
+  Rule only(std::initializer_list<DataType> types) const {
+    Rule r = *this;
+    r.x_dtypes = 0;
+    for (DataType t : types) r.x_dtypes |= 1 << int(t);
     return r;
   }
 };
