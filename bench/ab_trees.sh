@@ -12,7 +12,8 @@
 # the last call's value: name every option you narrow), in parallel; A's instance tests of
 # TEST_FILTER run; then bench.py with BENCH_ARGS, B then A, ROUNDS times (run-to-run spread
 # shows between rounds), each round's comparison printed by bench/ab_compare.py (with --best in
-# BENCH_ARGS, AB_FAMILY's instances one by one: default resident). Logs under $OUT.
+# BENCH_ARGS, AB_FAMILY's instances one by one: default resident). Logs under $OUT, in one archive
+# (ab_logs.tar.xz).
 set -uo pipefail
 OUT=${OUT:-/tmp/hipgn-out}
 mkdir -p "$OUT"
@@ -46,3 +47,7 @@ if [ -n "${BENCH_ARGS:-}" ]; then
   cp /tmp/ab_res_a1/latest.json "$OUT/a1.json"
   cp /tmp/ab_res_b1/latest.json "$OUT/b1.json"
 fi
+# The device tool brings back at most 8 files from $OUT: the logs go back as one archive, so
+# that a caller's own files under $OUT come back beside them.
+(cd "$OUT" && logs=$(ls configure_?.log build_?.log tests_a.log bench_??.log 2> /dev/null) &&
+  [ -n "$logs" ] && tar -cJf ab_logs.tar.xz $logs && rm -f $logs)
