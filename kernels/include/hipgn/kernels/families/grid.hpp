@@ -47,25 +47,47 @@ __device__ __forceinline__ void vector_affine(const Params& p, std::int64_t chan
   fill(beta, b, 0.f);
 }
 
+// gamma_c and beta_c, 1 and 0 where absent.
+template <typename Traits>
+struct Affine {
+  float gamma, beta;
+  __device__ __forceinline__ Affine(float g, float b) : gamma(g), beta(b) {}
+  __device__ __forceinline__ Affine(const Params& p, std::int64_t c) {
+    using G = typename Traits::GammaType;
+    gamma = p.gamma ? to_float(static_cast<const G*>(p.gamma)[c]) : 1.f;
+    beta = p.beta ? to_float(static_cast<const G*>(p.beta)[c]) : 0.f;
+  }
+};
+
 // y = act(gamma_c * (x - mean) * rstd + beta_c) for one vector, written to y + offset.
 template <typename Traits>
 __device__ __forceinline__ void normalize_store(const Params& p, const float (&v)[Traits::kVectorSize],
                                                 std::int64_t offset, std::int64_t channel,
                                                 float mean, float rstd) {
-  using G = typename Traits::GammaType;
   constexpr int V = Traits::kVectorSize;
-  const G* gamma = static_cast<const G*>(p.gamma);
-  const G* beta = static_cast<const G*>(p.beta);
-  // (gamma and beta element by element here: through vector_affine, before the channels-last
-  // onchip forward walked rows with them loaded once, it ran 1.06-1.08x slower at 512 x 8
-  // vectors; bench/NOTES.md, "gamma and beta a vector at a time")
   float out[V];
+  if constexpr (Traits::kLayout == Layout::channels_first) {
+    // A channels-first vector is one channel's: its gamma and beta once, not per element (per
+    // element, with a null check each, they were 128 loads and ~200 branches of the onchip
+    // 512 x 8 x 8 forward's 2,800 instructions; bench/NOTES.md, "gamma and beta once a vector")
+    const Affine<Traits> a(p, channel);
+    const float scale = a.gamma * rstd, shift = a.beta;
 #pragma unroll
-  for (int i = 0; i < V; ++i) {
-    const std::int64_t c = Traits::kLayout == Layout::channels_first ? channel : channel + i;
-    const float scale = (gamma ? to_float(gamma[c]) : 1.f) * rstd;
-    const float shift = beta ? to_float(beta[c]) : 0.f;
-    out[i] = activate<Traits::kActivation>((v[i] - mean) * scale + shift, p.swish_beta);
+    for (int i = 0; i < V; ++i)
+      out[i] = activate<Traits::kActivation>((v[i] - mean) * scale + shift, p.swish_beta);
+  } else {
+    // (channels-last, element by element here: through vector_affine, before the channels-last
+    // onchip forward walked rows with them loaded once, it ran 1.06-1.08x slower at 512 x 8
+    // vectors; bench/NOTES.md, "gamma and beta a vector at a time")
+    using G = typename Traits::GammaType;
+    const G* gamma = static_cast<const G*>(p.gamma);
+    const G* beta = static_cast<const G*>(p.beta);
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      const float scale = (gamma ? to_float(gamma[channel + i]) : 1.f) * rstd;
+      const float shift = beta ? to_float(beta[channel + i]) : 0.f;
+      out[i] = activate<Traits::kActivation>((v[i] - mean) * scale + shift, p.swish_beta);
+    }
   }
   store_vec<V>(static_cast<typename Traits::XType*>(p.y) + offset, out);
 }
@@ -124,17 +146,6 @@ __device__ __forceinline__ void normalize_range(const Params& p, const GroupView
     }
   }
 }
-
-template <typename Traits>
-struct Affine {
-  float gamma, beta;
-  __device__ __forceinline__ Affine(float g, float b) : gamma(g), beta(b) {}
-  __device__ __forceinline__ Affine(const Params& p, std::int64_t c) {
-    using G = typename Traits::GammaType;
-    gamma = p.gamma ? to_float(static_cast<const G*>(p.gamma)[c]) : 1.f;
-    beta = p.beta ? to_float(static_cast<const G*>(p.beta)[c]) : 0.f;
-  }
-};
 
 // xhat in x, dy' in dy, for one element of channel a.
 template <typename Traits>
