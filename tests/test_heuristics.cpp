@@ -299,10 +299,11 @@ TEST(Heuristics, ChannelsLastStreamForwardTakesOneColumnWhereTheRowAllows) {
 }
 
 TEST(Heuristics, ResidentOneSliceTiesGoToMoreThreads) {
-  // channels-first SD 32x32 C=320, 10240-element groups: 512 x 4 and 256 x 8 both hold one (in
-  // bf16: fp16's go to the onchip family)
+  // channels-first 31x31 C=320, 9610-element groups: 512 x 4 and 256 x 8 both hold one (in
+  // bf16 at an odd spatial size: fp16's, and bf16's that take 8-byte vectors, go to the onchip
+  // family)
   const char* want = "gn_fwd_bf16_bf16_cf_swish_resident_b512_v8_e4";
-  const Instance* inst = choose_named(Shape{2, 320, {32, 32}, 32}, Layout::channels_first,
+  const Instance* inst = choose_named(Shape{2, 320, {31, 31}, 32}, Layout::channels_first,
                                       {want, "gn_fwd_bf16_bf16_cf_swish_resident_b256_v8_e8"}, DataType::bf16);
   if (!inst) GTEST_SKIP() << "the preset lacks the resident 512 x 4 and 256 x 8 instances";
   EXPECT_EQ(inst->name(), want);
@@ -379,10 +380,11 @@ TEST(Heuristics, ChannelsFirstSmallGroupsStayOnChipWhateverTheSpatialSize) {
 // instances lose to the resident family (heuristics.cpp; bench.py --best, H100, 2026-11-27:
 // sd15_16x640 256 x 8 x 4 4.48 / 4.52 us against 512 x 8 x 8 4.69 / 5.13 and resident 5.18 /
 // 5.22; sd15_32x640 fp16 512 x 8 x 8 7.81 against resident 8.76, bf16 9.12 against 8.77).
-TEST(Heuristics, ChannelsFirstSmallGroupsOfFp16StayOnChip) {
-  const Shape sd16{2, 640, {16, 16}, 32}, sd32{2, 640, {32, 32}, 32};
+TEST(Heuristics, ChannelsFirstSmallGroupsOf16BitValuesStayOnChip) {
+  const Shape sd16{2, 640, {16, 16}, 32}, sd32{2, 640, {32, 32}, 32}, odd{2, 640, {31, 31}, 32};
   if (!Registry::global().find("gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4") ||
       !Registry::global().find("gn_fwd_bf16_bf16_cf_swish_onchip_b256_v8_e4") ||
+      !Registry::global().find("gn_fwd_bf16_bf16_cf_swish_onchip_b1024_v4_e8") ||
       !reaches(Family::onchip, sd32, Layout::channels_first) || !reaches(Family::resident, sd32, Layout::channels_first))
     GTEST_SKIP() << "this build lacks the default preset's channels-first onchip and resident instances";
   for (DataType dt : {DataType::f16, DataType::bf16}) {
@@ -391,13 +393,20 @@ TEST(Heuristics, ChannelsFirstSmallGroupsOfFp16StayOnChip) {
     EXPECT_EQ(inst->spec().family, Family::onchip) << inst->name();
     EXPECT_EQ(inst->spec().block, 256) << inst->name();
   }
+  // 20480-element groups: fp16 16-byte vectors, bf16 8-byte ones
   const Instance* f16 = choose(sd32, Layout::channels_first, DataType::f16);
   const Instance* bf16 = choose(sd32, Layout::channels_first, DataType::bf16);
   ASSERT_NE(f16, nullptr);
   ASSERT_NE(bf16, nullptr);
   EXPECT_EQ(f16->spec().family, Family::onchip) << f16->name();
   EXPECT_EQ(f16->spec().block, 512) << f16->name();
-  EXPECT_EQ(bf16->spec().family, Family::resident) << bf16->name();
+  EXPECT_EQ(f16->spec().vector, 8) << f16->name();
+  EXPECT_EQ(bf16->spec().family, Family::onchip) << bf16->name();
+  EXPECT_EQ(bf16->spec().vector, 4) << bf16->name();
+  // bf16 where H x W takes no 8-byte vector (961 positions): the resident family
+  const Instance* bf16_odd = choose(odd, Layout::channels_first, DataType::bf16);
+  ASSERT_NE(bf16_odd, nullptr);
+  EXPECT_EQ(bf16_odd->spec().family, Family::resident) << bf16_odd->name();
 }
 
 TEST(Heuristics, SmallChannelsLastGroupsStayOnChip) {
