@@ -1,5 +1,5 @@
-"""On the GPU machine, under Nsight Compute: one problem's forward as hipgn's dispatched instance
-runs it, as torch.compile runs it and, with --apex, as Apex's NHWC GroupNorm runs it, three
+"""On the GPU machine, under Nsight Compute: one problem's forward as hipgn's dispatched instance (or
+--instance's) runs it, as torch.compile runs it and, with --apex, as Apex's NHWC GroupNorm runs it, three
 launches each between cudaProfilerStart and Stop, so that `ncu --profile-from-start off` shows
 every side's kernels (duration, instructions, launch shape) for the same tensors. Usage:
     ncu --profile-from-start off --cache-control all --clock-control none --metrics ... \\
@@ -16,6 +16,7 @@ def main():
     ap.add_argument("--shape", required=True, help="a shape name of bench/suite.json (or an odd shape)")
     ap.add_argument("--dtype", default="float16")
     ap.add_argument("--layout", default="cf", choices=["cf", "cl"])
+    ap.add_argument("--instance", default=None, help="run this instance, not the dispatched one")
     ap.add_argument("--apex", default="", help="Apex's built module or checkout (bench/apex_peer.py): its kernels too")
     ap.add_argument("--apex-build", default="/tmp/hipgn-apex-build")
     a = ap.parse_args()
@@ -38,12 +39,12 @@ def main():
     for _ in range(3):  # compilation and lazy initialization outside the profiled range
         for f in peers:
             f(s)
-        hg.fwd(p, s)
+        hg.fwd(p, s, a.instance)
     torch.cuda.synchronize()
-    print(f"{a.shape} {a.dtype} {a.layout}: hipgn runs {hg.chosen(p)}")
+    print(f"{a.shape} {a.dtype} {a.layout}: hipgn runs {a.instance or hg.chosen(p)}")
     torch.cuda.cudart().cudaProfilerStart()
     for _ in range(3):
-        hg.fwd(p, s)
+        hg.fwd(p, s, a.instance)
         for f in peers:
             f(s)
     torch.cuda.synchronize()
