@@ -263,22 +263,38 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, const GroupV
   // 1024-thread configurations hold 16 vectors within 64 registers).
   constexpr bool kEarlyAffine = E <= 4;
   float early_gamma[kEarlyAffine ? E : 1], early_beta[kEarlyAffine ? E : 1];
+  // bf16's 16-byte slots widen after every slot's load, not in the slot's guard: there a
+  // guarded block held a load, eight conversions of two instructions each pair and the sums, too
+  // long for ptxas to predicate, so it stayed a branch and each slot's load waited for the one
+  // before (Nsight, 512 x 8 x 8 at sd15_32x640: 8.96 us against fp16's 7.74, long_sb 2,307
+  // stall samples against 1,243). After: 0.84 of the time, level with fp16; elsewhere, 8-byte
+  // vectors and fp16, the same change ran 0.98-1.08x (bench/NOTES.md, "bf16's loads in rounds").
+  using X = typename Traits::XType;
+  constexpr bool kWidenAfterLoads = std::is_same_v<X, bf16_t> && V == 8 && E >= 8;
+  Vec<X, V> raw[E];
   float sum = 0.f;
+  const auto widen_and_add = [&](int e, bool mine) {
+    widen(raw[e], v[e]);
+#pragma unroll
+    for (int i = 0; i < V; ++i) sum += mine ? v[e][i] : 0.f;
+  };
 #pragma unroll
   for (int e = 0; e < E; ++e) {
     const int q = threadIdx.x + e * B;
     const bool mine = q < p.vectors;
     if (kOnchipLoadsAtOnce<Traits> || mine) {
       const int at = mine ? q : 0;  // the group's first vector for a slot past it
-      load_vec<V>(x + std::int64_t(at) * V, v[e]);
+      raw[e] = *reinterpret_cast<const Vec<X, V>*>(x + std::int64_t(at) * V);
       if constexpr (kEarlyAffine) {
         const Affine<Traits> a(p, channel(at));
         early_gamma[e] = a.gamma, early_beta[e] = a.beta;
       }
-#pragma unroll
-      for (int i = 0; i < V; ++i) sum += mine ? v[e][i] : 0.f;
+      if constexpr (!kWidenAfterLoads) widen_and_add(e, mine);
     }
   }
+  if constexpr (kWidenAfterLoads)
+#pragma unroll
+    for (int e = 0; e < E; ++e) widen_and_add(e, threadIdx.x + e * B < p.vectors);
   const float inv_count = 1.f / float(p.vectors * V);
   const float mean = block_sum<B>(sum) * inv_count;
   float sq = 0.f;
