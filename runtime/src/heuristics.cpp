@@ -35,9 +35,6 @@ constexpr std::int64_t kOnchipClFwdEightByteFromElements = 4096;
 // The channels-last onchip backward's 4-byte vectors before 16-byte ones from groups of this
 // many elements (better()).
 constexpr std::int64_t kOnchipClBwdFourByteFromElements = 8192;
-// The channels-first onchip forward of 16-bit values takes 16-byte vectors up to this many
-// elements a group (the rules below); bf16 past it takes 8-byte ones (the rules, better()).
-constexpr std::int64_t kOnchipCfFwdSixteenByteElements = 8192;
 // The channels-first forward's stream family from this many bytes of x a compute unit (below),
 // and up to which its instance of one 512-thread workgroup a compute unit (per_thread 2) wins.
 constexpr double kStreamCfFwdBytesPerCu = 60 << 10;
@@ -144,7 +141,7 @@ RuleTables sm_90() {
       // 4.48 / 4.52 and 4.51 / 4.54 us against resident 5.18 / 5.22 and 5.17 / 5.23 (bench.py
       // --best, 2026-11-27; fp32 unmeasured there) ...
       Rule{Family::onchip, kAny, 0, "channels-first, a small tensor of 16-bit values, groups of up to 8192 elements: a workgroup per group",
-           kOnchipCfFwdSixteenByteElements, Rule::kChannelsFirst}
+           8192, Rule::kChannelsFirst}
           .bytes_per_cu(0, kStreamCfFwdBytesPerCu)
           .vector_bytes(16)
           .only({DataType::f16, DataType::bf16}),
@@ -160,19 +157,18 @@ RuleTables sm_90() {
           .bytes_per_cu(0, kStreamCfFwdBytesPerCu)
           .vector_bytes(16)
           .only({DataType::f16}),
-      // ... and bf16 up to 32K with 8-byte vectors (better() puts them first past 8192
-      // elements), whose 16-byte instances lose there (512 x 8 x 8 against 1024 x 4 x 8:
-      // sd15_32x640 8.6 / 7.7 us, sd15_32x960 11.4 / 9.7): 512 or 1024 x 4 x 8 against the
-      // resident family's best, sd15_32x320 (10240 elements) 5.5 against 6.4, sd15_16x1280 5.8 /
-      // 6.3, sd15_16x2560 (20480) 8.4 / 8.7, sd15_32x640 7.7 / 8.7, sd15_32x960 (30720) 9.7 /
-      // 10.1 (H100, L2-cold, bench.py --best, the A/B of 2026-11-27's fourth session). Where H x
-      // W takes 8-byte vectors: odd_31x31_c640's 961 positions leave the 16-byte span instance
-      // only, 9.0 against resident 8.6 ...
+      // ... and bf16 up to 32K where H x W takes its 16-byte vectors: since its slots widen
+      // after all their loads (fwd_onchip_aligned), 512 x 8 x 8 as fp16's, sd15_16x1280 (10240
+      // elements) 5.8 us against the resident family's best 6.4, sd15_16x1920 (15360) 6.9 /
+      // 7.1, sd15_32x640 (20480) 7.3 / 8.7, sd15_32x960 (30720) 9.4 / 10.1 (H100, L2-cold,
+      // bench.py --best, 2026-11-27, fourth session; before, its 16-byte onchip lost, 8.7 and
+      // 11.5 there). Not at other spatial sizes: odd_31x31_c640's span instance 9.0 against
+      // resident 8.6 ...
       Rule{Family::onchip, kAny, 0, "channels-first, a small bf16 tensor, groups of up to 32K elements: a workgroup per group",
            32768, Rule::kChannelsFirst}
           .bytes_per_cu(0, kStreamCfFwdBytesPerCu)
-          .vector_bytes(8)
-          .group_runs(8)
+          .vector_bytes(16)
+          .group_runs(16)
           .only({DataType::bf16}),
       // ... and groups of fewer than 64 elements a workgroup per group looping over them
       // (hw1_512, 16 elements, spatial 1: looped 3.2 us against resident 4.8).
@@ -482,16 +478,6 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     // / 6.90 against 256 x 8 x 2 6.47 / 6.55; det_13x21x256, 2184, 5.81 / 5.83 against 5.58 /
     // 5.60). One shape above the threshold: the thinnest of these rules' evidence.
     if ((x.vector == 2) != (y.vector == 2)) return x.vector == 2;
-  }
-  if (x.family == Family::onchip && p.op == Op::fwd && p.layout == Layout::channels_first &&
-      p.x_dtype == DataType::bf16 && p.group_elements() > kOnchipCfFwdSixteenByteElements) {
-    // the channels-first onchip forward of bf16 past 8192 elements: 8-byte vectors first (the
-    // rule above and its evidence; fp16's 16-byte instances win there: sd15_32x640 512 x 8 x 8
-    // 7.1 us against 1024 x 4 x 8 7.7), then 1024 threads (sd15_16x1920, 15360 elements, 7.10
-    // against 512 x 4 x 8's 7.46; at 10240 even, sd15_16x1280 5.80 / 5.93, sd15_32x320 5.6 /
-    // 5.5; H100, L2-cold, bench.py --best)
-    if ((x.vector == 4) != (y.vector == 4)) return x.vector == 4;
-    if (x.vector == 4 && x.block != y.block) return x.block > y.block;
   }
   if (x.vector != y.vector) return x.vector > y.vector;
   if (describe(x.family).streams && p.op == Op::fwd) {
