@@ -376,10 +376,11 @@ TEST(Heuristics, ChannelsFirstSmallGroupsStayOnChipWhateverTheSpatialSize) {
 }
 
 // Channels-first small tensors of 16-bit values: a workgroup per group of up to 8192 elements,
-// each thread two vectors of it; fp16 up to the onchip family's 32K, where bf16's 16-byte onchip
-// instances lose to the resident family (heuristics.cpp; bench.py --best, H100, 2026-11-27:
+// each thread two vectors of it; up to the onchip family's 32K, fp16 whatever the spatial size,
+// bf16 where H x W takes 16-byte vectors (heuristics.cpp; bench.py --best, H100, 2026-11-27:
 // sd15_16x640 256 x 8 x 4 4.48 / 4.52 us against 512 x 8 x 8 4.69 / 5.13 and resident 5.18 /
-// 5.22; sd15_32x640 fp16 512 x 8 x 8 7.81 against resident 8.76, bf16 9.12 against 8.77).
+// 5.22; sd15_32x640 512 x 8 x 8 7.2 / 7.3 against resident 8.8 / 8.7; odd_31x31_c640 bf16,
+// the span instance, 9.0 against resident 8.6).
 TEST(Heuristics, ChannelsFirstSmallGroupsOf16BitValuesStayOnChip) {
   const Shape sd16{2, 640, {16, 16}, 32}, sd32{2, 640, {32, 32}, 32}, odd{2, 640, {31, 31}, 32};
   if (!Registry::global().find("gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4") ||
