@@ -3,12 +3,24 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "hipgn/kernels/family.hpp"
 #include "hipgn/kernels/families/grid.hpp"
 #include "hipgn/params.hpp"
 
 namespace hipgn::kernels {
+
+// Whether the channels-first onchip forward's slots widen after every slot's load, not in the
+// slot's guard: bf16's 16-byte slots, eight or more a thread. There a guarded block held a load,
+// eight conversions of two instructions each pair and the sums, too long for ptxas to predicate,
+// so it stayed a branch and each slot's load waited for the one before (Nsight, 512 x 8 x 8 at
+// sd15_32x640: 8.96 us against fp16's 7.74, long_sb 2,307 stall samples against 1,243). After:
+// 0.79-0.91x the time, level with fp16; elsewhere, 8-byte vectors and fp16, the same change ran
+// 0.98-1.08x (bench/NOTES.md, "bf16's loads in rounds").
+template <typename Traits>
+inline constexpr bool kOnchipWidenAfterLoads =
+    std::is_same_v<typename Traits::XType, bf16_t> && Traits::kVectorSize == 8 && Traits::kPerThread >= 8;
 
 // Family onchip, channels-first span mode (Params::span: a spatial size the vector does not
 // divide, or x and y off a 16-byte boundary): the group's contiguous run peeled, its body
@@ -39,17 +51,26 @@ __device__ __forceinline__ void fwd_onchip_span(const Params& p, const GroupView
   };
   float v[E][V];
   Rows early[kEarly ? E : 1];
+  Vec<X, V> raw[E];
   float sum = 0.f;
+  const auto widen_and_add = [&](int e) {
+    widen(raw[e], v[e]);
+#pragma unroll
+    for (int i = 0; i < V; ++i) sum += v[e][i];
+  };
 #pragma unroll
   for (int e = 0; e < E; ++e) {
     const int q = t + e * B;
     if (q < body) {
-      load_vec<V>(x + view.base + head + std::int64_t(q) * V, v[e]);
+      raw[e] = *reinterpret_cast<const Vec<X, V>*>(x + view.base + head + std::int64_t(q) * V);
       if constexpr (kEarly) early[e] = rows_of(q);
-#pragma unroll
-      for (int i = 0; i < V; ++i) sum += v[e][i];
+      if constexpr (!kOnchipWidenAfterLoads<Traits>) widen_and_add(e);
     }
   }
+  if constexpr (kOnchipWidenAfterLoads<Traits>)
+#pragma unroll
+    for (int e = 0; e < E; ++e)
+      if (t + e * B < body) widen_and_add(e);
   // the head and the tail, an element a thread: element `rel` of the group
   const int rel = t < head ? t : head + body * V + (t - head);
   float h = 0.f;
@@ -263,14 +284,7 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, const GroupV
   // 1024-thread configurations hold 16 vectors within 64 registers).
   constexpr bool kEarlyAffine = E <= 4;
   float early_gamma[kEarlyAffine ? E : 1], early_beta[kEarlyAffine ? E : 1];
-  // bf16's 16-byte slots widen after every slot's load, not in the slot's guard: there a
-  // guarded block held a load, eight conversions of two instructions each pair and the sums, too
-  // long for ptxas to predicate, so it stayed a branch and each slot's load waited for the one
-  // before (Nsight, 512 x 8 x 8 at sd15_32x640: 8.96 us against fp16's 7.74, long_sb 2,307
-  // stall samples against 1,243). After: 0.84 of the time, level with fp16; elsewhere, 8-byte
-  // vectors and fp16, the same change ran 0.98-1.08x (bench/NOTES.md, "bf16's loads in rounds").
   using X = typename Traits::XType;
-  constexpr bool kWidenAfterLoads = std::is_same_v<X, bf16_t> && V == 8 && E >= 8;
   Vec<X, V> raw[E];
   float sum = 0.f;
   const auto widen_and_add = [&](int e, bool mine) {
@@ -289,10 +303,10 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, const GroupV
         const Affine<Traits> a(p, channel(at));
         early_gamma[e] = a.gamma, early_beta[e] = a.beta;
       }
-      if constexpr (!kWidenAfterLoads) widen_and_add(e, mine);
+      if constexpr (!kOnchipWidenAfterLoads<Traits>) widen_and_add(e, mine);
     }
   }
-  if constexpr (kWidenAfterLoads)
+  if constexpr (kOnchipWidenAfterLoads<Traits>)
 #pragma unroll
     for (int e = 0; e < E; ++e) widen_and_add(e, threadIdx.x + e * B < p.vectors);
   const float inv_count = 1.f / float(p.vectors * V);
