@@ -299,12 +299,11 @@ TEST(Heuristics, ChannelsLastStreamForwardTakesOneColumnWhereTheRowAllows) {
 }
 
 TEST(Heuristics, ResidentOneSliceTiesGoToMoreThreads) {
-  // channels-first 31x31 C=320, 9610-element groups: 512 x 4 and 256 x 8 both hold one (in
-  // bf16 at an odd spatial size: fp16's, and bf16's that take 16-byte vectors, go to the onchip
-  // family)
-  const char* want = "gn_fwd_bf16_bf16_cf_swish_resident_b512_v8_e4";
-  const Instance* inst = choose_named(Shape{2, 320, {31, 31}, 32}, Layout::channels_first,
-                                      {want, "gn_fwd_bf16_bf16_cf_swish_resident_b256_v8_e8"}, DataType::bf16);
+  // channels-first SD 16x16 C=640, 5120-element groups: 512 x 4 and 256 x 8 both hold one (in
+  // fp32: 16-bit values of groups up to 32K go to the onchip family)
+  const char* want = "gn_fwd_f32_f32_cf_swish_resident_b512_v4_e4";
+  const Instance* inst = choose_named(Shape{2, 640, {16, 16}, 32}, Layout::channels_first,
+                                      {want, "gn_fwd_f32_f32_cf_swish_resident_b256_v4_e8"}, DataType::f32);
   if (!inst) GTEST_SKIP() << "the preset lacks the resident 512 x 4 and 256 x 8 instances";
   EXPECT_EQ(inst->name(), want);
 }
@@ -376,11 +375,11 @@ TEST(Heuristics, ChannelsFirstSmallGroupsStayOnChipWhateverTheSpatialSize) {
 }
 
 // Channels-first small tensors of 16-bit values: a workgroup per group of up to 8192 elements,
-// each thread two vectors of it; up to the onchip family's 32K, fp16 whatever the spatial size,
-// bf16 where H x W takes 16-byte vectors (heuristics.cpp; bench.py --best, H100, 2026-11-27:
-// sd15_16x640 256 x 8 x 4 4.48 / 4.52 us against 512 x 8 x 8 4.69 / 5.13 and resident 5.18 /
-// 5.22; sd15_32x640 512 x 8 x 8 7.2 / 7.3 against resident 8.8 / 8.7; odd_31x31_c640 bf16,
-// the span instance, 9.0 against resident 8.6).
+// each thread two vectors of it, and 512 threads up to the onchip family's 32K, whatever the
+// spatial size (heuristics.cpp; bench.py --best, H100, 2026-11-27: sd15_16x640 256 x 8 x 4 4.48
+// / 4.52 us against 512 x 8 x 8 4.69 / 5.13 and resident 5.18 / 5.22; sd15_32x640 512 x 8 x 8
+// 7.2 / 7.3 against resident 8.8 / 8.7; odd_31x31_c640, the span kernel, 8.1 / 7.8 against
+// 8.6 / 8.7).
 TEST(Heuristics, ChannelsFirstSmallGroupsOf16BitValuesStayOnChip) {
   const Shape sd16{2, 640, {16, 16}, 32}, sd32{2, 640, {32, 32}, 32}, odd{2, 640, {31, 31}, 32};
   if (!Registry::global().find("gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4") ||
@@ -402,10 +401,13 @@ TEST(Heuristics, ChannelsFirstSmallGroupsOf16BitValuesStayOnChip) {
     EXPECT_EQ(inst->spec().block, 512) << inst->name();
     EXPECT_EQ(inst->spec().vector, 8) << inst->name();
   }
-  // bf16 where H x W takes no 16-byte vector (961 positions): the resident family
-  const Instance* bf16_odd = choose(odd, Layout::channels_first, DataType::bf16);
-  ASSERT_NE(bf16_odd, nullptr);
-  EXPECT_EQ(bf16_odd->spec().family, Family::resident) << bf16_odd->name();
+  // and where H x W takes no 16-byte vector (961 positions): the span kernel's 16-byte body
+  for (DataType dt : {DataType::f16, DataType::bf16}) {
+    const Instance* inst = choose(odd, Layout::channels_first, dt);
+    ASSERT_NE(inst, nullptr);
+    EXPECT_EQ(inst->spec().family, Family::onchip) << inst->name();
+    EXPECT_EQ(inst->spec().vector, 8) << inst->name();
+  }
 }
 
 TEST(Heuristics, SmallChannelsLastGroupsStayOnChip) {

@@ -135,41 +135,28 @@ RuleTables sm_90() {
            4096, Rule::kChannelsFirst}
           .bytes_per_cu(0, kStreamCfFwdBytesPerCu)
           .vector_bytes(16),
-      // ... with 16-bit values up to 8192 elements: at 5120 the two were within a few percent
-      // until the onchip forward's prologue (bench/NOTES.md, "The small channels-first
-      // forward's prologue"); now sd15_16x640 and sd15_8x2560, fp16 / bf16, onchip 256 x 8 x 4
-      // 4.48 / 4.52 and 4.51 / 4.54 us against resident 5.18 / 5.22 and 5.17 / 5.23 (bench.py
-      // --best, 2026-11-27; fp32 unmeasured there) ...
-      Rule{Family::onchip, kAny, 0, "channels-first, a small tensor of 16-bit values, groups of up to 8192 elements: a workgroup per group",
-           8192, Rule::kChannelsFirst}
-          .bytes_per_cu(0, kStreamCfFwdBytesPerCu)
-          .vector_bytes(16)
-          .only({DataType::f16, DataType::bf16}),
-      // ... and fp16 up to the onchip family's 32K: 512 x 8 x 8 against the resident family's
-      // best, sd15_32x320 (10240 elements) 5.75 us against 6.31, sd15_16x1280 5.86 / 6.21,
+      // ... and with 16-bit values up to the onchip family's 32K (fp32 unmeasured past 4096). At
+      // 5120 elements the two were within a few percent until the onchip forward's prologue
+      // (bench/NOTES.md, "The small channels-first forward's prologue"); now sd15_16x640 and
+      // sd15_8x2560, fp16 / bf16, onchip 256 x 8 x 4 4.48 / 4.52 and 4.51 / 4.54 us against
+      // resident 5.18 / 5.22 and 5.17 / 5.23 (bench.py --best, 2026-11-27). Past 8192, fp16
+      // 512 x 8 x 8 against the resident family's best, sd15_32x320 (10240 elements) 5.75 us
+      // against 6.31, sd15_16x1280 5.86 / 6.21,
       // odd_31x31_c640 (19220) 8.02 / 8.61, sd15_32x640 (20480) 7.81 / 8.76, sd15_16x2560 8.54 /
       // 8.70, odd_3d_7x31x37_c120_cg3 (24087) 9.05 / 9.77, odd_97x89_c96_cg3 (25899) 9.51 / 9.74,
       // sd15_32x960 (30720) 10.00 / 10.50, but sd15_16x1920 (15360) 7.09 / 6.99 (bench.py
       // --best, 2026-11-27; since gamma and beta went once a vector, 0.89-0.96x the time:
-      // bench/NOTES.md, "gamma and beta once a vector") ...
-      Rule{Family::onchip, kAny, 0, "channels-first, a small fp16 tensor, groups of up to 32K elements: a workgroup per group",
+      // bench/NOTES.md, "gamma and beta once a vector"). bf16 since its slots widen after all
+      // their loads (kOnchipWidenAfterLoads; before, its 16-byte onchip lost there): 512 x 8 x 8
+      // against the resident family's best, sd15_16x1280 5.8 / 6.4, sd15_16x1920 6.9 / 7.1,
+      // sd15_32x640 7.3 / 8.7, sd15_32x960 9.4 / 10.1, odd_31x31_c640 7.8 / 8.6, odd_97x89 8.9 /
+      // 9.6, odd_3d 8.9 / 10.0 (2026-11-27, fourth session; bench/NOTES.md, "bf16's loads in
+      // rounds") ...
+      Rule{Family::onchip, kAny, 0, "channels-first, a small tensor of 16-bit values, groups of up to 32K elements: a workgroup per group",
            32768, Rule::kChannelsFirst}
           .bytes_per_cu(0, kStreamCfFwdBytesPerCu)
           .vector_bytes(16)
-          .only({DataType::f16}),
-      // ... and bf16 up to 32K where H x W takes its 16-byte vectors: since its slots widen
-      // after all their loads (fwd_onchip_aligned), 512 x 8 x 8 as fp16's, sd15_16x1280 (10240
-      // elements) 5.8 us against the resident family's best 6.4, sd15_16x1920 (15360) 6.9 /
-      // 7.1, sd15_32x640 (20480) 7.3 / 8.7, sd15_32x960 (30720) 9.4 / 10.1 (H100, L2-cold,
-      // bench.py --best, 2026-11-27, fourth session; before, its 16-byte onchip lost, 8.7 and
-      // 11.5 there). Not at other spatial sizes: odd_31x31_c640's span instance 9.0 against
-      // resident 8.6 ...
-      Rule{Family::onchip, kAny, 0, "channels-first, a small bf16 tensor, groups of up to 32K elements: a workgroup per group",
-           32768, Rule::kChannelsFirst}
-          .bytes_per_cu(0, kStreamCfFwdBytesPerCu)
-          .vector_bytes(16)
-          .group_runs(16)
-          .only({DataType::bf16}),
+          .only({DataType::f16, DataType::bf16}),
       // ... and groups of fewer than 64 elements a workgroup per group looping over them
       // (hw1_512, 16 elements, spatial 1: looped 3.2 us against resident 4.8).
       Rule{Family::looped, kAny, 0, "channels-first, a small tensor, groups below 64 elements: a workgroup per group",
