@@ -387,27 +387,20 @@ TEST(Heuristics, ChannelsFirstSmallGroupsOf16BitValuesStayOnChip) {
       !Registry::global().find("gn_fwd_bf16_bf16_cf_swish_onchip_b512_v8_e8") ||
       !reaches(Family::onchip, sd32, Layout::channels_first) || !reaches(Family::resident, sd32, Layout::channels_first))
     GTEST_SKIP() << "this build lacks the default preset's channels-first onchip and resident instances";
-  for (DataType dt : {DataType::f16, DataType::bf16}) {
-    const Instance* inst = choose(sd16, Layout::channels_first, dt);
-    ASSERT_NE(inst, nullptr);
-    EXPECT_EQ(inst->spec().family, Family::onchip) << inst->name();
-    EXPECT_EQ(inst->spec().block, 256) << inst->name();
-  }
-  // 20480-element groups: 512 threads of 16-byte vectors
-  for (DataType dt : {DataType::f16, DataType::bf16}) {
-    const Instance* inst = choose(sd32, Layout::channels_first, dt);
-    ASSERT_NE(inst, nullptr);
-    EXPECT_EQ(inst->spec().family, Family::onchip) << inst->name();
-    EXPECT_EQ(inst->spec().block, 512) << inst->name();
-    EXPECT_EQ(inst->spec().vector, 8) << inst->name();
-  }
-  // and where H x W takes no 16-byte vector (961 positions): the span kernel's 16-byte body
-  for (DataType dt : {DataType::f16, DataType::bf16}) {
-    const Instance* inst = choose(odd, Layout::channels_first, dt);
-    ASSERT_NE(inst, nullptr);
-    EXPECT_EQ(inst->spec().family, Family::onchip) << inst->name();
-    EXPECT_EQ(inst->spec().vector, 8) << inst->name();
-  }
+  // 5120-element groups: 256 threads, two vectors each; 20480 (and 19220, where H x W takes no
+  // 16-byte vector: the span kernel's 16-byte body): 512 threads
+  struct Case {
+    Shape s;
+    int block;
+  };
+  for (const Case& c : {Case{sd16, 256}, Case{sd32, 512}, Case{odd, 512}})
+    for (DataType dt : {DataType::f16, DataType::bf16}) {
+      const Instance* inst = choose(c.s, Layout::channels_first, dt);
+      ASSERT_NE(inst, nullptr);
+      EXPECT_EQ(inst->spec().family, Family::onchip) << inst->name();
+      EXPECT_EQ(inst->spec().block, c.block) << inst->name();
+      EXPECT_EQ(inst->spec().vector, 8) << inst->name();
+    }
 }
 
 TEST(Heuristics, SmallChannelsLastGroupsStayOnChip) {
