@@ -141,10 +141,10 @@ RuleTables sm_90() {
       // sd15_8x2560, fp16 / bf16, onchip 256 x 8 x 4 4.48 / 4.52 and 4.51 / 4.54 us against
       // resident 5.18 / 5.22 and 5.17 / 5.23 (bench.py --best, 2026-11-27). Past 8192, fp16
       // 512 x 8 x 8 against the resident family's best, sd15_32x320 (10240 elements) 5.75 us
-      // against 6.31, sd15_16x1280 5.86 / 6.21,
-      // odd_31x31_c640 (19220) 8.02 / 8.61, sd15_32x640 (20480) 7.81 / 8.76, sd15_16x2560 8.54 /
-      // 8.70, odd_3d_7x31x37_c120_cg3 (24087) 9.05 / 9.77, odd_97x89_c96_cg3 (25899) 9.51 / 9.74,
-      // sd15_32x960 (30720) 10.00 / 10.50, but sd15_16x1920 (15360) 7.09 / 6.99 (bench.py
+      // against 6.31, sd15_16x1280 5.86 / 6.21, odd_31x31_c640 (19220) 8.02 / 8.61, sd15_32x640
+      // (20480) 7.81 / 8.76, sd15_16x2560 8.54 / 8.70, odd_3d_7x31x37_c120_cg3 (24087) 9.05 /
+      // 9.77, odd_97x89_c96_cg3 (25899) 9.51 / 9.74, sd15_32x960 (30720) 10.00 / 10.50, but
+      // sd15_16x1920 (15360) 7.09 / 6.99 (bench.py
       // --best, 2026-11-27; since gamma and beta went once a vector, 0.89-0.96x the time:
       // bench/NOTES.md, "gamma and beta once a vector"). bf16 since its slots widen after all
       // their loads (kOnchipWidenAfterLoads; before, its 16-byte onchip lost there): 512 x 8 x 8
