@@ -125,6 +125,11 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
   using T = typename Traits::XType;
   using Gm = typename Traits::GammaType;
   using VecT = Vec<T, V>;
+  // x's vectors are held as loaded in 32-bit words: as Vecs, bf16's were split into 16-bit
+  // registers (PRMT) right after each load, and at 64 registers ptxas then waited for one load
+  // before issuing the next (one 16-byte load in flight a thread, not U x E; bf16 ran 1.1x
+  // fp16's time, bench/NOTES.md, "bf16's stream loads one at a time")
+  using Raw = Bits<VecT>;
   extern __shared__ __align__(16) unsigned char dynamic_smem[];
   // shared memory (stream_cl_smem_floats): [2][lanes][C] S1 and S2 (later scale and shift),
   // [C] the shifts K, [2][C] gamma and beta; then the held rows, [hold_vectors][E][B] vectors
@@ -137,7 +142,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
   float* red = reinterpret_cast<float*>(dynamic_smem);
   float* shift_k = red + 2 * lanes * c;
   float* affine = shift_k + c;
-  VecT* held = reinterpret_cast<VecT*>(dynamic_smem + stream_cl_held_offset(c, lanes));
+  Raw* held = reinterpret_cast<Raw*>(dynamic_smem + stream_cl_held_offset(c, lanes));
   const int hold = p.hold_vectors;
   const T* x = static_cast<const T*>(p.x);
   T* y = static_cast<T*>(p.y);
@@ -181,12 +186,12 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     // U rows a step and no more: ptxas would unroll the loop further and spill
 #pragma unroll 1
     for (int m = 0; m < mine; m += U, src += U * lane_stride) {
-      VecT raw[U][E];
+      Raw raw[U][E];
 #pragma unroll
       for (int u = 0; u < U; ++u)
 #pragma unroll
         for (int j = 0; j < E; ++j)
-          if (cols[j] >= 0 && m + u < mine) raw[u][j] = src[u * lane_stride + cols[j]];
+          if (cols[j] >= 0 && m + u < mine) raw[u][j] = reinterpret_cast<const Raw*>(src)[u * lane_stride + cols[j]];
 #pragma unroll
       for (int u = 0; u < U; ++u)
 #pragma unroll
@@ -198,7 +203,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
         for (int j = 0; j < E; ++j) {
           if (cols[j] >= 0 && m + u < mine) {
             float v[V];
-            widen(raw[u][j], v);
+            widen(from_bits<VecT>(raw[u][j]), v);
 #pragma unroll
             for (int i = 0; i < V; ++i) {
               const float d = v[i] - k[j][i];
@@ -319,13 +324,14 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     VecT* dst = reinterpret_cast<VecT*>(y) + first_vector;
     // rows m, m - 1, ... m - U + 1 of this thread (those >= 0), the held ones from shared memory
     const int keep = item + step >= items ? hold : 0;
-    auto load_rows = [&](VecT (&raw)[U][E], int m) {
+    auto load_rows = [&](Raw (&raw)[U][E], int m) {
 #pragma unroll
       for (int u = 0; u < U; ++u)
 #pragma unroll
         for (int j = 0; j < E; ++j)
           if (cols[j] >= 0 && m - u >= 0)
-            raw[u][j] = m - u < keep ? held[((m - u) * E + j) * B + t] : src[(m - u) * lane_stride + cols[j]];
+            raw[u][j] = m - u < keep ? held[((m - u) * E + j) * B + t]
+                                     : reinterpret_cast<const Raw*>(src)[(m - u) * lane_stride + cols[j]];
     };
 
     // the item's per-channel scale and shift, once in shared memory: a thread per channel
@@ -356,7 +362,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     phases.lap(5);
 #pragma unroll 1
     for (int m = mine - 1; m >= 0; m -= U) {
-      VecT raw[U][E];
+      Raw raw[U][E];
       load_rows(raw, m);
 #pragma unroll
       for (int u = 0; u < U; ++u)
@@ -364,7 +370,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
         for (int j = 0; j < E; ++j) {
           if (cols[j] >= 0 && m - u >= 0) {
             float v[V];
-            widen(raw[u][j], v);
+            widen(from_bits<VecT>(raw[u][j]), v);
 #pragma unroll
             for (int i = 0; i < V; ++i) v[i] = activate<Traits::kActivation>(fmaf(v[i], sc[j][i], sh[j][i]), p.swish_beta);
             dst[(m - u) * lane_stride + cols[j]] = narrow<T, V>(v);
