@@ -21,6 +21,13 @@ namespace hipgn::kernels {
 template <typename Traits>
 inline constexpr bool kOnchipWidenAfterLoads =
     std::is_same_v<typename Traits::XType, bf16_t> && Traits::kVectorSize == 8 && Traits::kPerThread >= 8;
+// The same for the channels-last onchip forward's rows: 16-bit pairs (4-byte vectors), sixteen
+// slots a thread. 512 x 2 x 16 ran 0.88-0.94x the time with it (sd15_32x320 7.7 -> 6.9 us fp16,
+// 8.0 -> 7.0 bf16; sd15_16x1920 6.9 -> 6.5), 1024 x 2 x 16 0.96-1.01x; 8-byte vectors of eight
+// slots 1.06-1.08x (bench/NOTES.md, "bf16's loads in rounds" and "Sixteen 4-byte slots").
+template <typename Traits>
+inline constexpr bool kOnchipRowsWidenAfterLoads =
+    sizeof(typename Traits::XType) == 2 && Traits::kVectorSize == 2 && Traits::kPerThread >= 16;
 
 // Family onchip, channels-first span mode (Params::span: a spatial size the vector does not
 // divide, or x and y off a 16-byte boundary): the group's contiguous run peeled, its body
@@ -141,13 +148,29 @@ __device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView
   const X* x0 = static_cast<const X*>(p.x) + view.base + column * V;  // the column's first row
   float v[E][V];
   float sum = 0.f;
+  constexpr bool kAfter = kOnchipRowsWidenAfterLoads<Traits>;
+  Vec<X, V> raw[kAfter ? E : 1];
 #pragma unroll
   for (int e = 0; e < E; ++e) {
     const bool mine = active && r0 + e * R < rows;
     if (kOnchipLoadsAtOnce<Traits> || mine) {
-      load_vec<V>(mine ? x + e * step : x0, v[e]);
+      if constexpr (kAfter) {
+        raw[e] = *reinterpret_cast<const Vec<X, V>*>(mine ? x + e * step : x0);
+      } else {
+        load_vec<V>(mine ? x + e * step : x0, v[e]);
 #pragma unroll
-      for (int i = 0; i < V; ++i) sum += mine ? v[e][i] : 0.f;
+        for (int i = 0; i < V; ++i) sum += mine ? v[e][i] : 0.f;
+      }
+    }
+  }
+  if constexpr (kAfter) {
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      if (active && r0 + e * R < rows) {
+        widen(raw[e], v[e]);
+#pragma unroll
+        for (int i = 0; i < V; ++i) sum += v[e][i];
+      }
     }
   }
   float gamma[V], beta[V];
