@@ -22,6 +22,10 @@ B_TREE=${B_TREE:-$R/ab_old}
 [ -f "$B_TREE/CMakeLists.txt" ] || { echo "ab_trees: no tree at $B_TREE (see the header)"; exit 2; }
 for side in a b; do
   src=$R; [ $side = b ] && src=$B_TREE
+  # a warm machine keeps the build folders: one configured from another tree (an earlier call's
+  # B_TREE) makes CMake refuse the source, so it starts afresh
+  cache=/tmp/ab_$side/CMakeCache.txt
+  [ -f "$cache" ] && ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$src" "$cache" && rm -rf /tmp/ab_$side
   cmake -S "$src" -B /tmp/ab_$side -G Ninja -DHIPGN_PRESET=${PRESET:-minimal} ${AB_CMAKE_ARGS:-} -DCMAKE_PREFIX_PATH="$R/.deps/root/usr" \
     > "$OUT/configure_$side.log" 2>&1 || { tail -20 "$OUT/configure_$side.log"; exit 1; }
 done
