@@ -154,8 +154,8 @@ __device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView
   for (int e = 0; e < E; ++e) {
     const bool mine = active && r0 + e * R < rows;
     if (kOnchipLoadsAtOnce<Traits> || mine) {
-      if constexpr (kAfter) {
-        raw[e] = *reinterpret_cast<const Vec<X, V>*>(mine ? x + e * step : x0);
+      if constexpr (kAfter) {  // sixteen slots: no loads at once, so `mine` holds here
+        raw[e] = *reinterpret_cast<const Vec<X, V>*>(x + e * step);
       } else {
         load_vec<V>(mine ? x + e * step : x0, v[e]);
 #pragma unroll
