@@ -1,6 +1,7 @@
-"""bench/sass_loads.py on excerpts of cuobjdump -sass listings: the bf16 channels-last stream
-forward's load that waited for its shared-memory store (the H100's listing before f2f4bfb), fp16's
-loads issued together, a loop of one load an iteration, loads in guarded blocks."""
+"""bench/sass_loads.py on excerpts of cuobjdump -sass listings of the channels-last stream forward
+(H100, before f2f4bfb: bf16's load that waited for its shared-memory store, fp16's loads issued
+together) and on two written in the same form (a loop of one load an iteration, loads in guarded
+blocks)."""
 import contextlib
 import io
 import os
@@ -71,8 +72,8 @@ class Waits(unittest.TestCase):
         self.assertEqual(sass_loads.waits(self.kernel(body)), [])
 
     def test_guarded_blocks_do_not_hide_a_wait(self):
-        # a slot's load and its widening in a block the forward branches skip (the bf16 onchip
-        # forward's slots before 127b2b8): the next slot's load comes after the widening
+        # a slot's load and its widening in a block the forward branches skip (as the bf16 onchip
+        # forward's slots were before 127b2b8): the next slot's load comes after the widening
         body = [
             (0x100, "@!P1 BRA 0x140"),
             (0x110, "LDG.E.128 R4, desc[UR4][R2.64]"),
