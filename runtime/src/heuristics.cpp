@@ -144,14 +144,13 @@ RuleTables sm_90() {
       // against 6.31, sd15_16x1280 5.86 / 6.21, odd_31x31_c640 (19220) 8.02 / 8.61, sd15_32x640
       // (20480) 7.81 / 8.76, sd15_16x2560 8.54 / 8.70, odd_3d_7x31x37_c120_cg3 (24087) 9.05 /
       // 9.77, odd_97x89_c96_cg3 (25899) 9.51 / 9.74, sd15_32x960 (30720) 10.00 / 10.50, but
-      // sd15_16x1920 (15360) 7.09 / 6.99 (bench.py
-      // --best, 2026-11-27; since gamma and beta went once a vector, 0.89-0.96x the time:
-      // bench/NOTES.md, "gamma and beta once a vector"). bf16 since its slots widen after all
-      // their loads (kOnchipWidenAfterLoads; before, its 16-byte onchip lost there): 512 x 8 x 8
-      // against the resident family's best, sd15_16x1280 5.8 / 6.4, sd15_16x1920 6.9 / 7.1,
-      // sd15_32x640 7.3 / 8.7, sd15_32x960 9.4 / 10.1, odd_31x31_c640 7.8 / 8.6, odd_97x89 8.9 /
-      // 9.6, odd_3d 8.9 / 10.0 (2026-11-27, fourth session; bench/NOTES.md, "bf16's loads in
-      // rounds") ...
+      // sd15_16x1920 (15360) 7.09 / 6.99 (bench.py --best, 2026-11-27; since gamma and beta went
+      // once a vector, 0.89-0.96x the time: bench/NOTES.md, "gamma and beta once a vector"). bf16
+      // since its slots widen after all their loads (kOnchipWidenAfterLoads; before, its 16-byte
+      // onchip lost there): 512 x 8 x 8 against the resident family's best, sd15_16x1280 5.8 /
+      // 6.4, sd15_16x1920 6.9 / 7.1, sd15_32x640 7.3 / 8.7, sd15_32x960 9.4 / 10.1,
+      // odd_31x31_c640 7.8 / 8.6, odd_97x89 8.9 / 9.6, odd_3d 8.9 / 10.0 (2026-11-27, fourth
+      // session; bench/NOTES.md, "bf16's loads in rounds") ...
       Rule{Family::onchip, kAny, 0, "channels-first, a small tensor of 16-bit values, groups of up to 32K elements: a workgroup per group",
            32768, Rule::kChannelsFirst}
           .bytes_per_cu(0, kStreamCfFwdBytesPerCu)

@@ -182,7 +182,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     const int mine = mine_of(rows);
     // the workgroup's last item here is its first in phase 3: its first rows stay on chip
     const int keep = item + int(gridDim.x) >= items ? hold : 0;
-    const VecT* src = xs + std::int64_t(r0 + lane) * row_vectors;
+    const Raw* src = reinterpret_cast<const Raw*>(xs + std::int64_t(r0 + lane) * row_vectors);
     // U rows a step and no more: ptxas would unroll the loop further and spill
 #pragma unroll 1
     for (int m = 0; m < mine; m += U, src += U * lane_stride) {
@@ -191,7 +191,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
       for (int u = 0; u < U; ++u)
 #pragma unroll
         for (int j = 0; j < E; ++j)
-          if (cols[j] >= 0 && m + u < mine) raw[u][j] = reinterpret_cast<const Raw*>(src)[u * lane_stride + cols[j]];
+          if (cols[j] >= 0 && m + u < mine) raw[u][j] = src[u * lane_stride + cols[j]];
 #pragma unroll
       for (int u = 0; u < U; ++u)
 #pragma unroll
@@ -320,7 +320,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     locate(item, base, r0, rows);
     const int mine = mine_of(rows);
     const std::int64_t first_vector = base + std::int64_t(r0 + lane) * row_vectors;
-    const VecT* src = reinterpret_cast<const VecT*>(x) + first_vector;
+    const Raw* src = reinterpret_cast<const Raw*>(x) + first_vector;
     VecT* dst = reinterpret_cast<VecT*>(y) + first_vector;
     // rows m, m - 1, ... m - U + 1 of this thread (those >= 0), the held ones from shared memory
     const int keep = item + step >= items ? hold : 0;
@@ -330,8 +330,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
 #pragma unroll
         for (int j = 0; j < E; ++j)
           if (cols[j] >= 0 && m - u >= 0)
-            raw[u][j] = m - u < keep ? held[((m - u) * E + j) * B + t]
-                                     : reinterpret_cast<const Raw*>(src)[(m - u) * lane_stride + cols[j]];
+            raw[u][j] = m - u < keep ? held[((m - u) * E + j) * B + t] : src[(m - u) * lane_stride + cols[j]];
     };
 
     // the item's per-channel scale and shift, once in shared memory: a thread per channel
