@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# On the GPU machine: where a stream kernel's time goes, phase by phase. Builds the profiler with
-# HIPGN_PHASE_TIMES (primitives/phase_clock.hpp: clock64() at each phase's end and each grid
-# barrier's, printed by a few workgroups) in $BUILD with PRESET (default minimal, a minute) and
+# On the GPU machine: where a stream or resident forward kernel's time goes, phase by phase.
+# Builds the profiler with HIPGN_PHASE_TIMES (primitives/phase_clock.hpp: clock64() at each
+# phase's end and each grid barrier's, printed by a few workgroups) in $BUILD with PRESET
+# (default minimal, a minute) and
 # PHASE_CMAKE_ARGS (e.g. "-DHIPGN_OPS=fwd -DHIPGN_LAYOUTS=cf -DHIPGN_DTYPES=f16" with
 # PRESET=default: every configuration of those buckets), runs each probe of PROBES
 # ("instance:n:c:spatial:g:dtype:layout", as bench/ncu_stalls.sh) a few times (ITERS, default
@@ -35,12 +36,13 @@ import statistics, sys
 names = {
     "fwd_stream_cl": ["phase 1 loads", "phase 1 reductions", "barrier 1", "merge", "barrier 2", "phase 3 scale, shift", "phase 3 rows"],
     "fwd_stream_cf": ["phase 1 sums", "phase 1 reductions", "barrier", "phase 2 merges", "phase 2 writes", "phase 1 setup", "phase 2 setup"],
+    "fwd_resident_cf": ["loads", "block stats", "exchange", "scale, shift", "stores issued", "end barrier", "start"],
     "fwd_resident_cl": ["loads", "thread stats", "to groups", "exchange", "scale, shift", "stores issued", "start"],
     "bwd_stream_cl": ["phase 1 loads", "phase 1 reductions", "barrier 1", "phase 2", "barrier 2", "phase 3 setup", "phase 3 rows"],
 }
 lines = [l for l in open(sys.argv[1]) if l.startswith("phase_times ")]
 if not lines:
-    print("no phase_times lines: was the instance a stream kernel, and the build made with HIPGN_PHASE_TIMES? The profiler said:")
+    print("no phase_times lines: was the instance a stream kernel or a resident forward, and the build made with HIPGN_PHASE_TIMES? The profiler said:")
     print("".join(open(sys.argv[1]).readlines()[-8:]))
     sys.exit()
 kernel = lines[0].split()[1]

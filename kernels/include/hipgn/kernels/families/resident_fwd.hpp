@@ -144,6 +144,8 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
     for (int k = 0; k < 2; ++k)
       if (blockIdx.x + std::int64_t(k) * gridDim.x < p.items) issue(blockIdx.x + std::int64_t(k) * gridDim.x, k);
 #endif
+  PhaseClock<7> phases;  // bench/phase_times.sh
+  phases.lap(6);
   int k = 0;
   for (std::int64_t item = blockIdx.x; item < p.items; item += gridDim.x, ++k) {
     const SpanSlice<V> sl(p, item);
@@ -182,6 +184,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
           for (int i = 0; i < V; ++i) v[e][i] = 0.f;
       }
     }
+    phases.lap_after(0, v);
 
     // Statistics of the slice: each thread's values exactly (two passes over its registers),
     // then Chan's merge across the workgroup: one reduction, not two.
@@ -208,6 +211,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
     // every thread has read the stage (block_merge's barriers): refill it two items ahead
     if (t == 0 && item + 2 * std::int64_t(gridDim.x) < p.items) issue(item + 2 * std::int64_t(gridDim.x), k);
 #endif
+    phases.lap(1);
     const float n_local = local.n, mean_local = local.mean, m2_local = local.m2;
 
     float mean, rstd;
@@ -234,6 +238,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
       mean = s.mean;
       rstd = rsqrtf(s.m2 / s.n + p.eps);
     }
+    phases.lap(2);
     if (sl.slice == 0 && t == 0) save_stats(p, sl.unit, mean, rstd);
     for (std::int64_t c = c_lo + t; c <= c_hi; c += B) {
       const float sc = scale[c - c_lo] * rstd;
@@ -241,6 +246,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
       shift[c - c_lo] -= mean * sc;
     }
     __syncthreads();
+    phases.lap(3);
 
     // y = act(x * scale_c + shift_c), stored from registers
     VecT* dst = reinterpret_cast<VecT*>(y + sl.first + sl.head) + sl.q0;
@@ -305,12 +311,15 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
       y[sl.first + rel] = from_float<T>(activate<Traits::kActivation>(xt * scale[ch] + shift[ch], p.swish_beta));
     }
     __syncthreads();  // the staging is rewritten by the next item
+    phases.lap(4);
   }
 #if defined(HIPGN_CLUSTERS)
   // no workgroup leaves while its pushes to peers may be in flight (peers read no other
   // workgroup's shared memory: nothing to order, so no fence)
   if (p.cluster) cluster_barrier_relaxed();
 #endif
+  phases.lap(5);
+  phases.report("fwd_resident_cf");
 }
 
 // Channels-last statistics of a slice of `rows` rows: lane l's per-channel (mean, M2) over its
