@@ -78,4 +78,7 @@ inline hipError_t hipEventElapsedTime(float* ms, hipEvent_t a, hipEvent_t b) { r
 __device__ __forceinline__ float __shfl_xor(float v, int lane_mask, int width = warpSize) {
   return __shfl_xor_sync(0xffffffffu, v, lane_mask, width);
 }
+__device__ __forceinline__ float __shfl(float v, int src_lane, int width = warpSize) {
+  return __shfl_sync(0xffffffffu, v, src_lane, width);
+}
 #endif

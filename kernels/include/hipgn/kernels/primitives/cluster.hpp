@@ -108,9 +108,11 @@ struct ClusterExchange {
     if (r < slices) dsmem::pair(&slot[k & 1][rank], r, &bar[k & 1], v);
   }
   // Every thread: waits for item k's pairs, then merges them in rank order: lane i of a
-  // wavefront takes rank i's pair, the shuffle tree merges, lane 0's result is broadcast. Every
-  // wavefront of every workgroup does the same arithmetic in the same order, so all agree to the
-  // bit, run after run, without a workgroup barrier.
+  // wavefront takes rank i's pair, the shuffle tree merges over the fewest lanes that cover the
+  // slices (8 or 16: lanes past the slices hold empty sets, whose merges are exact, so the bits
+  // are those of a wavefront-wide tree), lane 0's result is broadcast. Every wavefront of every
+  // workgroup does the same arithmetic in the same order, so all agree to the bit, run after
+  // run, without a workgroup barrier.
   template <typename Count>
   __device__ __forceinline__ Stats merge_item(int k, int slices, Count count) {
     bulk::wait(&bar[k & 1], std::uint32_t((k >> 1) & 1));
@@ -120,9 +122,8 @@ struct ClusterExchange {
       const float2 w = slot[k & 1][i];
       s = merge(s, Stats{count(i), w.x, w.y});
     }
-    s = warp_merge(s);
-    return Stats{__shfl_sync(0xffffffffu, s.n, 0), __shfl_sync(0xffffffffu, s.mean, 0),
-                 __shfl_sync(0xffffffffu, s.m2, 0)};
+    static_assert(kClusterSlicesMax == 2 * kClusterPortable, "the two widths below");
+    return lane0(slices <= kClusterPortable ? warp_merge<kClusterPortable>(s) : warp_merge<kClusterSlicesMax>(s));
   }
 };
 

@@ -7,43 +7,46 @@
 
 namespace hipgn::kernels {
 
+// The sum over each kWidth-lane set of a wavefront (kWidth a power of two), to each of its lanes.
+template <int kWidth = kWarpSize>
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
-  for (int o = kWarpSize / 2; o > 0; o >>= 1) v += __shfl_xor(v, o, kWarpSize);
+  for (int o = kWidth / 2; o > 0; o >>= 1) v += __shfl_xor(v, o, kWarpSize);
   return v;
 }
 
 // The sum over the workgroup, returned to every thread. kBlock is the largest workgroup the
-// kernel is launched with; the launch may use fewer whole wavefronts (blockDim.x). Safe to
-// call repeatedly: the first barrier keeps a new call's writes behind the previous call's reads.
+// kernel is launched with; the launch may use fewer whole wavefronts (blockDim.x). Each
+// wavefront then adds the wavefronts' partials itself, over kBlock / kWarpSize lanes (lanes past
+// the launch's wavefronts hold zero), in the same order as every other: no third barrier for
+// one wavefront's total to be read back, and log2 of the wavefronts' count in shuffles, not of
+// the wavefront's width. The bits are those of a full-width sum, whose extra steps add zeros.
+// Safe to call repeatedly: the first barrier keeps a new call's writes behind the previous
+// call's reads.
 template <int kBlock>
 __device__ __forceinline__ float block_sum(float v) {
   constexpr int kWarps = kBlock / kWarpSize;
   static_assert(kBlock % kWarpSize == 0 && kWarps <= kWarpSize, "block must be whole wavefronts");
   __shared__ float partial[kWarps];
-  __shared__ float total;
   v = warp_sum(v);
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int warps = int(blockDim.x) / kWarpSize;
   __syncthreads();
   if (lane == 0) partial[warp] = v;
   __syncthreads();
-  if (warp == 0) {
-    float t = lane < warps ? partial[lane] : 0.f;
-    t = warp_sum(t);
-    if (lane == 0) total = t;
-  }
-  __syncthreads();
-  return total;
+  const int w = lane % kWarps;  // every lane: each kWarps-lane set adds the same values to the same bits
+  return warp_sum<kWarps>(w < warps ? partial[w] : 0.f);
 }
 
-// Several sums over the workgroup at once, returned to every thread; the same fixed order on
-// every run, so results are bitwise reproducible.
-template <int kBlock, int K>
+// Several sums over the workgroup at once, returned to every thread, as block_sum does one; with
+// kEveryWavefront false (by default past 8 sums), one wavefront folds them and a third barrier
+// hands them out, the way block_sum did before. Every wavefront holding the sums and their
+// shuffles made bwd_onchip_columns' 512 x 8 x 4 (16 sums, 64 registers) spill 4 bytes more, and
+// the looped backward's fp32 channels-last 256 x 2 (4 sums, 40 registers) 8-16 bytes.
+template <int kBlock, int K, bool kEveryWavefront = (K <= 8)>
 __device__ __forceinline__ void block_sum_array(float (&v)[K]) {
   constexpr int kWarps = kBlock / kWarpSize;
   __shared__ float partial[K][kWarps];
-  __shared__ float total[K];
 #pragma unroll
   for (int k = 0; k < K; ++k) v[k] = warp_sum(v[k]);
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
@@ -53,17 +56,24 @@ __device__ __forceinline__ void block_sum_array(float (&v)[K]) {
 #pragma unroll
     for (int k = 0; k < K; ++k) partial[k][warp] = v[k];
   __syncthreads();
-  if (warp == 0) {
+  if constexpr (kEveryWavefront) {
+    const int w = lane % kWarps;
 #pragma unroll
-    for (int k = 0; k < K; ++k) {
-      float t = lane < warps ? partial[k][lane] : 0.f;
-      t = warp_sum(t);
-      if (lane == 0) total[k] = t;
+    for (int k = 0; k < K; ++k) v[k] = warp_sum<kWarps>(w < warps ? partial[k][w] : 0.f);
+  } else {
+    __shared__ float total[K];
+    if (warp == 0) {
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        float t = lane < warps ? partial[k][lane] : 0.f;
+        t = warp_sum(t);
+        if (lane == 0) total[k] = t;
+      }
     }
-  }
-  __syncthreads();
+    __syncthreads();
 #pragma unroll
-  for (int k = 0; k < K; ++k) v[k] = total[k];
+    for (int k = 0; k < K; ++k) v[k] = total[k];
+  }
 }
 
 // Count, mean and sum of squared deviations of a set of values. Merging two sets (Chan et
@@ -94,9 +104,12 @@ __device__ __forceinline__ Stats vector_stats(const float (&v)[N]) {
   return {float(N), m, q};
 }
 
+// The merge over each kWidth-lane set of a wavefront (kWidth a power of two); lane 0 of a set
+// holds the set's merge in lane order (other lanes merge in other orders: broadcast lane 0's).
+template <int kWidth = kWarpSize>
 __device__ __forceinline__ Stats warp_merge(Stats s) {
 #pragma unroll
-  for (int o = kWarpSize / 2; o > 0; o >>= 1) {
+  for (int o = kWidth / 2; o > 0; o >>= 1) {
     const Stats other{__shfl_xor(s.n, o, kWarpSize), __shfl_xor(s.mean, o, kWarpSize),
                       __shfl_xor(s.m2, o, kWarpSize)};
     s = merge(s, other);
@@ -104,26 +117,26 @@ __device__ __forceinline__ Stats warp_merge(Stats s) {
   return s;
 }
 
-// The merged statistics of the workgroup, returned to every thread (lane 0's merge order, so
-// every thread and every run sees the same bits).
+// Lane 0's statistics, to every lane of the wavefront.
+__device__ __forceinline__ Stats lane0(Stats s) {
+  return {__shfl(s.n, 0, kWarpSize), __shfl(s.mean, 0, kWarpSize), __shfl(s.m2, 0, kWarpSize)};
+}
+
+// The merged statistics of the workgroup, returned to every thread: each wavefront merges the
+// wavefronts' partials itself, as block_sum adds them (merging an empty set is exact, so the
+// bits are those of a full-width merge by one wavefront), and broadcasts its lane 0's, which
+// every wavefront and every run gets to the bit.
 template <int kBlock>
 __device__ __forceinline__ Stats block_merge(Stats s) {
   constexpr int kWarps = kBlock / kWarpSize;
   __shared__ Stats partial[kWarps];
-  __shared__ Stats total;
   s = warp_merge(s);
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int warps = int(blockDim.x) / kWarpSize;
   __syncthreads();
   if (lane == 0) partial[warp] = s;
   __syncthreads();
-  if (warp == 0) {
-    Stats t = lane < warps ? partial[lane] : Stats{0.f, 0.f, 0.f};
-    t = warp_merge(t);
-    if (lane == 0) total = t;
-  }
-  __syncthreads();
-  return total;
+  return lane0(warp_merge<kWarps>(lane < warps ? partial[lane % kWarps] : Stats{0.f, 0.f, 0.f}));
 }
 
 }  // namespace hipgn::kernels
