@@ -76,6 +76,18 @@ __device__ __forceinline__ void block_sum_array(float (&v)[K]) {
   }
 }
 
+// The sum of N values held in registers by halves (N a power of two): log2 N dependent adds,
+// not N - 1.
+template <int N>
+__device__ __forceinline__ float tree_sum(float (&v)[N]) {
+  static_assert(N > 0 && (N & (N - 1)) == 0, "a power of two");
+#pragma unroll
+  for (int w = N / 2; w > 0; w /= 2)
+#pragma unroll
+    for (int i = 0; i < w; ++i) v[i] += v[i + w];
+  return v[0];
+}
+
 // Count, mean and sum of squared deviations of a set of values. Merging two sets (Chan et
 // al.) never subtracts large raw sums, so it stays accurate where E[x^2] - E[x]^2 would not.
 struct Stats {
