@@ -255,7 +255,7 @@ struct Unit {
     float both[2 * kUnit];
 #pragma unroll
     for (int i = 0; i < kUnit; ++i) both[i] = s1[i], both[kUnit + i] = s2[i];
-    block_sum_array<Traits::kBlockSize, 2 * kUnit, false>(both);  // false: reduce.hpp (spills)
+    block_sum_array<Traits::kBlockSize, 2 * kUnit, false>(both);  // one wavefront folds: it spilled here (reduce.hpp)
 #pragma unroll
     for (int i = 0; i < kUnit; ++i) s1[i] = both[i], s2[i] = both[kUnit + i];
   }

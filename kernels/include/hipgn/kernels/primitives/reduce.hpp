@@ -15,37 +15,22 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-// The sum over the workgroup, returned to every thread. kBlock is the largest workgroup the
-// kernel is launched with; the launch may use fewer whole wavefronts (blockDim.x). Each
-// wavefront then adds the wavefronts' partials itself, over kBlock / kWarpSize lanes (lanes past
-// the launch's wavefronts hold zero), in the same order as every other: no third barrier for
-// one wavefront's total to be read back, and log2 of the wavefronts' count in shuffles, not of
-// the wavefront's width. The bits are those of a full-width sum, whose extra steps add zeros.
-// Safe to call repeatedly: the first barrier keeps a new call's writes behind the previous
-// call's reads.
-template <int kBlock>
-__device__ __forceinline__ float block_sum(float v) {
-  constexpr int kWarps = kBlock / kWarpSize;
-  static_assert(kBlock % kWarpSize == 0 && kWarps <= kWarpSize, "block must be whole wavefronts");
-  __shared__ float partial[kWarps];
-  v = warp_sum(v);
-  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-  const int warps = int(blockDim.x) / kWarpSize;
-  __syncthreads();
-  if (lane == 0) partial[warp] = v;
-  __syncthreads();
-  const int w = lane % kWarps;  // every lane: each kWarps-lane set adds the same values to the same bits
-  return warp_sum<kWarps>(w < warps ? partial[w] : 0.f);
-}
-
-// Several sums over the workgroup at once, returned to every thread, as block_sum does one; with
-// kEveryWavefront false (by default past 8 sums), one wavefront folds them and a third barrier
-// hands them out, the way block_sum did before. Every wavefront holding the sums and their
-// shuffles made bwd_onchip_columns' 512 x 8 x 4 (16 sums, 64 registers) spill 4 bytes more, and
-// the looped backward's fp32 channels-last 256 x 2 (4 sums, 40 registers) 8-16 bytes.
+// Sums over the workgroup, K at once, returned to every thread. kBlock is the largest workgroup
+// the kernel is launched with; the launch may use fewer whole wavefronts (blockDim.x). After the
+// second barrier each wavefront adds the wavefronts' partials itself, over kBlock / kWarpSize
+// lanes (lanes past the launch's wavefronts hold zero), in the same order as every other: no
+// third barrier for one wavefront's totals to be read back, and log2 of the wavefronts' count
+// in shuffles, not of the wavefront's width. The bits are those of a full-width sum, whose
+// extra steps add zeros. With kEveryWavefront false (by default past 8 sums), one wavefront
+// folds them and a third barrier hands them out, as every call did before: every wavefront
+// holding the sums and their shuffles made bwd_onchip_columns' 512 x 8 x 4 (16 sums, 64
+// registers) spill 4 bytes more, and the looped backward's fp32 channels-last 256 x 2 (4 sums,
+// 40 registers) 8-16 bytes. Safe to call repeatedly: the first barrier keeps a new call's
+// writes behind the previous call's reads.
 template <int kBlock, int K, bool kEveryWavefront = (K <= 8)>
 __device__ __forceinline__ void block_sum_array(float (&v)[K]) {
   constexpr int kWarps = kBlock / kWarpSize;
+  static_assert(kBlock % kWarpSize == 0 && kWarps <= kWarpSize, "block must be whole wavefronts");
   __shared__ float partial[K][kWarps];
 #pragma unroll
   for (int k = 0; k < K; ++k) v[k] = warp_sum(v[k]);
@@ -57,7 +42,7 @@ __device__ __forceinline__ void block_sum_array(float (&v)[K]) {
     for (int k = 0; k < K; ++k) partial[k][warp] = v[k];
   __syncthreads();
   if constexpr (kEveryWavefront) {
-    const int w = lane % kWarps;
+    const int w = lane % kWarps;  // every lane: each kWarps-lane set adds the same values to the same bits
 #pragma unroll
     for (int k = 0; k < K; ++k) v[k] = warp_sum<kWarps>(w < warps ? partial[k][w] : 0.f);
   } else {
@@ -74,6 +59,14 @@ __device__ __forceinline__ void block_sum_array(float (&v)[K]) {
 #pragma unroll
     for (int k = 0; k < K; ++k) v[k] = total[k];
   }
+}
+
+// One sum over the workgroup, to every thread (block_sum_array's).
+template <int kBlock>
+__device__ __forceinline__ float block_sum(float v) {
+  float one[1] = {v};
+  block_sum_array<kBlock>(one);
+  return one[0];
 }
 
 // The sum of N values held in registers by halves (N a power of two): log2 N dependent adds,
