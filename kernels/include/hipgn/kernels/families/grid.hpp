@@ -174,6 +174,21 @@ __device__ __forceinline__ void store_warp_channel_sums(const Params& p, std::in
   if (lane == 0) store_channel_sums(p, sample, c, s1, s2);
 }
 
+// The group's channel sums from shared memory, `width` staged entries a channel (s1[c * width +
+// k], s2 the same), stored: wavefront w of the B / kWarpSize adds channels w, w + B /
+// kWarpSize, ...
+template <int B>
+__device__ __forceinline__ void store_staged_channel_sums(const Params& p, std::int64_t sample, std::int64_t channel0,
+                                                          const float* s1, const float* s2, std::int64_t width) {
+  constexpr int kWarps = B / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  for (std::int64_t c = warp; c < p.channels_per_group; c += kWarps) {
+    float t1 = 0.f, t2 = 0.f;
+    for (std::int64_t k = lane; k < width; k += kWarpSize) t1 += s1[c * width + k], t2 += s2[c * width + k];
+    store_warp_channel_sums(p, sample, channel0 + c, lane, t1, t2);
+  }
+}
+
 // Channel row `row` of a channels-first group read as a peeled run (primitives/vector.hpp: Peel; with no
 // head or tail when the spatial size is a multiple of the vector and x is aligned): body vectors
 // [first, end) by lanes lane, lane + stride, ..., and the head and tail elements where asked.

@@ -454,14 +454,7 @@ __device__ __forceinline__ void bwd_onchip_span(const Params& p, const GroupView
     for (int k = 0; k < 2; ++k)
       if (edge[k] >= 0) s1[edge[k]] = dye[k], s2[edge[k]] = dye[k] * xe[k];
     __syncthreads();
-    constexpr int kWarps = B / kWarpSize;
-    const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-    const std::int64_t hw = p.spatial_size;
-    for (std::int64_t c = warp; c < p.channels_per_group; c += kWarps) {
-      float t1 = 0.f, t2 = 0.f;
-      for (std::int64_t k = lane; k < hw; k += kWarpSize) t1 += s1[c * hw + k], t2 += s2[c * hw + k];
-      store_warp_channel_sums(p, sample, view.channel0 + c, lane, t1, t2);
-    }
+    store_staged_channel_sums<B>(p, sample, view.channel0, s1, s2, p.spatial_size);
     arrive_after_sums<Traits>(p, g, arrival);
   }
   if constexpr (kWritesDx<Traits>) {
@@ -759,14 +752,7 @@ __device__ __forceinline__ void bwd_onchip_aligned(const Params& p, const GroupV
       s2[q] = t2;
     }
     __syncthreads();
-    constexpr int kWarps = B / kWarpSize;
-    const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-    const std::int64_t per_row = std::int64_t(p.vectors_per_row.divisor);
-    for (std::int64_t c = warp; c < p.channels_per_group; c += kWarps) {
-      float t1 = 0.f, t2 = 0.f;
-      for (std::int64_t k = lane; k < per_row; k += kWarpSize) t1 += s1[c * per_row + k], t2 += s2[c * per_row + k];
-      store_warp_channel_sums(p, sample, view.channel0 + c, lane, t1, t2);
-    }
+    store_staged_channel_sums<B>(p, sample, view.channel0, s1, s2, std::int64_t(p.vectors_per_row.divisor));
     arrive_after_sums<Traits>(p, g, arrival);
   }
   if constexpr (kWritesDx<Traits>) {
