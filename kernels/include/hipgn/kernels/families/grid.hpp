@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "hipgn/kernels/primitives/activation.hpp"
 #include "hipgn/kernels/primitives/backward.hpp"
@@ -92,37 +93,116 @@ __device__ __forceinline__ void normalize_store(const Params& p, const float (&v
   store_vec<V>(static_cast<typename Traits::XType*>(p.y) + offset, out);
 }
 
-// Statistics of vectors [first, end) of a group, kPerThread vectors in flight per thread.
-// Vectors q0, q0 + B, ... (kPerThread of them, those below end) into registers: all loads
-// issued before any use, so they are in flight together.
-template <typename Traits>
-__device__ __forceinline__ void load_batch(const Params& p, const GroupView<Traits>& view, std::int64_t q0,
-                                           std::int64_t end, float (&v)[Traits::kPerThread][Traits::kVectorSize]) {
-  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, U = Traits::kPerThread;
-  const auto* x = static_cast<const typename Traits::XType*>(p.x);
+// A thread's batch of a group's vectors: q0, q0 + B, ... (kPerThread of them, those below end),
+// held in registers as fp32. All loads are issued before any use, so they are in flight
+// together: widened in each load's own guarded block, a load had a use before the next block's
+// load was issued, and ptxas kept that order (kPerThread round trips one after another: the
+// split forward's statistics kernel took 7.2 us for 4 MB under Nsight Compute, DRAM 17% busy;
+// bench/NOTES.md, "The split forward's chain"). With kEarlyAffine (channels-first, where a
+// vector is one channel's) each vector's gamma and beta are loaded beside its x, so that their
+// latency is not on the chain after the statistics.
+template <typename Traits, bool kEarlyAffine = false>
+struct Batch {
+  static constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, U = Traits::kPerThread;
+  static_assert(!kEarlyAffine || Traits::kLayout == Layout::channels_first, "a channels-first vector is one channel's");
+  std::int64_t q0, end;
+  using Gm = typename Traits::GammaType;
+  float v[U][V];  // zeros past end
+  // gamma and beta as loaded (1 and 0 where absent), widened at the store: widened here, the
+  // conversion was a use of each load before the next vector's loads, as Vecs were (below)
+  Gm gamma[kEarlyAffine ? U : 1], beta[kEarlyAffine ? U : 1];
+
+  __device__ __forceinline__ bool has(int u) const { return q0 + std::int64_t(u) * B < end; }
+
+  __device__ __forceinline__ Batch(const Params& p, const GroupView<Traits>& view, std::int64_t first_vector,
+                                   std::int64_t end_vector)
+      : q0(first_vector), end(end_vector) {
+    // held as loaded in 32-bit words: as Vecs, bf16's were split into 16-bit registers right
+    // after each load, a use before the next load again (bf16 split forwards 1.2-1.3x fp16's
+    // time; the same in the stream forward: bench/NOTES.md, "bf16's stream loads one at a time")
+    using VecT = Vec<typename Traits::XType, V>;
+    using Raw = std::conditional_t<sizeof(VecT) % 4 == 0, Bits<VecT>, VecT>;  // (a 2-byte vector as it is)
+    const auto* x = static_cast<const typename Traits::XType*>(p.x);
+    Raw raw[U];
 #pragma unroll
-  for (int u = 0; u < U; ++u) {
-    const std::int64_t q = q0 + std::int64_t(u) * B;
-    if (q < end) {
-      std::int64_t offset, channel;
-      view.locate(p, q, offset, channel);
-      load_vec<V>(x + offset, v[u]);
+    for (int u = 0; u < U; ++u) {
+      if (has(u)) {
+        std::int64_t offset, channel;
+        view.locate(p, q0 + std::int64_t(u) * B, offset, channel);
+        raw[u] = *reinterpret_cast<const Raw*>(x + offset);
+        if constexpr (kEarlyAffine) {
+          gamma[u] = load_or(static_cast<const Gm*>(p.gamma), channel, from_float<Gm>(1.f));
+          beta[u] = load_or(static_cast<const Gm*>(p.beta), channel, from_float<Gm>(0.f));
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (has(u)) {
+        if constexpr (std::is_same_v<Raw, VecT>) widen(raw[u], v[u]);
+        else widen(from_bits(raw[u]), v[u]);
+      }
+      else
+#pragma unroll
+        for (int i = 0; i < V; ++i) v[u][i] = 0.f;
     }
   }
-}
 
+  // The batch's statistics, exact: V chains over its vectors and a tree for the mean, the same
+  // for the squared deviations from it (a chain of U + log2 V adds each). One vector's statistics
+  // merged into the next's was a chain of U merges (a reciprocal and six dependent operations
+  // each) on every workgroup's path to its block reduction.
+  __device__ __forceinline__ Stats stats() const {
+    const std::int64_t left = end - q0, whole = (left + B - 1) / B;  // vectors below end
+    const int count = left <= 0 ? 0 : whole < U ? int(whole) : U;
+    float acc[V];
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      acc[i] = v[0][i];
+#pragma unroll
+      for (int u = 1; u < U; ++u) acc[i] += v[u][i];
+    }
+    const float n = float(count * V);
+    const float m = count > 0 ? __fdividef(tree_sum(acc), n) : 0.f;
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      acc[i] = 0.f;
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (u < count) acc[i] = fmaf(v[u][i] - m, v[u][i] - m, acc[i]);
+    }
+    return {n, m, tree_sum(acc)};
+  }
+
+  // y of the batch's vectors.
+  __device__ __forceinline__ void normalize(const Params& p, const GroupView<Traits>& view, float mean,
+                                            float rstd) const {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (!has(u)) continue;
+      std::int64_t offset, channel;
+      view.locate(p, q0 + std::int64_t(u) * B, offset, channel);
+      if constexpr (kEarlyAffine) {  // normalize_store's arithmetic, on the early gamma and beta
+        const float scale = to_float(opaque_element(gamma[u])) * rstd, shift = to_float(opaque_element(beta[u]));
+        float out[V];
+#pragma unroll
+        for (int i = 0; i < V; ++i)
+          out[i] = activate<Traits::kActivation>((v[u][i] - mean) * scale + shift, p.swish_beta);
+        store_vec<V>(static_cast<typename Traits::XType*>(p.y) + offset, out);
+      } else {
+        normalize_store<Traits>(p, v[u], offset, channel, mean, rstd);
+      }
+    }
+  }
+};
+
+// Statistics of vectors [first, end) of a group, a batch at a time.
 template <typename Traits>
 __device__ __forceinline__ Stats accumulate(const Params& p, const GroupView<Traits>& view,
                                             std::int64_t first, std::int64_t end) {
-  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, U = Traits::kPerThread;
+  constexpr std::int64_t kStep = std::int64_t(Traits::kBlockSize) * Traits::kPerThread;
   Stats s{0.f, 0.f, 0.f};
-  for (std::int64_t q0 = first + threadIdx.x; q0 < end; q0 += std::int64_t(B) * U) {
-    float v[U][V];
-    load_batch<Traits>(p, view, q0, end, v);
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (q0 + std::int64_t(u) * B < end) s = merge(s, vector_stats<V>(v[u]));
-  }
+  for (std::int64_t q0 = first + threadIdx.x; q0 < end; q0 += kStep) s = merge(s, Batch<Traits>(p, view, q0, end).stats());
   return s;
 }
 
@@ -131,20 +211,9 @@ template <typename Traits>
 __device__ __forceinline__ void normalize_range(const Params& p, const GroupView<Traits>& view,
                                                 std::int64_t first, std::int64_t end, float mean,
                                                 float rstd) {
-  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, U = Traits::kPerThread;
-  for (std::int64_t q0 = first + threadIdx.x; q0 < end; q0 += std::int64_t(B) * U) {
-    float v[U][V];
-    load_batch<Traits>(p, view, q0, end, v);
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const std::int64_t q = q0 + std::int64_t(u) * B;
-      if (q < end) {
-        std::int64_t offset, channel;
-        view.locate(p, q, offset, channel);
-        normalize_store<Traits>(p, v[u], offset, channel, mean, rstd);
-      }
-    }
-  }
+  constexpr std::int64_t kStep = std::int64_t(Traits::kBlockSize) * Traits::kPerThread;
+  for (std::int64_t q0 = first + threadIdx.x; q0 < end; q0 += kStep)
+    Batch<Traits>(p, view, q0, end).normalize(p, view, mean, rstd);
 }
 
 // xhat in x, dy' in dy, for one element of channel a.

@@ -41,16 +41,23 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_split_apply_kernel(Par
   const std::uint32_t slices = std::uint32_t(p.slices), b = gridDim.x - 1 - blockIdx.x;
   const std::int64_t group = b / slices, slice = b - group * slices;
   const GroupView<Traits> view(p, group);
+  // the slice (one batch a thread: kChunk vectors) and, channels-first, its gamma and beta are
+  // loaded first, so that their latency (L2, where pass 1 just read x) runs beside the merge
+  // below, not after it
+  const std::int64_t first = slice * kChunk, end = first + kChunk < p.vectors ? first + kChunk : p.vectors;
+  const Batch<Traits, Traits::kLayout == Layout::channels_first> batch(p, view, first + threadIdx.x, end);
+  // every wavefront merges the group's partials itself, in one fixed order (lane i takes
+  // partials i, i + kWarpSize, ..., then the shuffle tree, lane 0's result to all): every
+  // workgroup of the group gets the same bits, with no workgroup barrier on the chain
   Stats s{0.f, 0.f, 0.f};
-  for (std::int64_t i = threadIdx.x; i < p.slices; i += Traits::kBlockSize) {
+  for (std::int64_t i = threadIdx.x % kWarpSize; i < p.slices; i += kWarpSize) {
     const float* w = p.workspace + (group * p.slices + i) * 3;
     s = merge(s, Stats{w[0], w[1], w[2]});
   }
-  s = block_merge<Traits::kBlockSize>(s);
+  s = lane0(warp_merge(s));
   const float rstd = rsqrtf(s.m2 / s.n + p.eps);
   if (slice == 0 && threadIdx.x == 0) save_stats(p, group, s.mean, rstd);
-  const std::int64_t first = slice * kChunk, end = first + kChunk < p.vectors ? first + kChunk : p.vectors;
-  normalize_range<Traits>(p, view, first, end, s.mean, rstd);
+  batch.normalize(p, view, s.mean, rstd);
 }
 
 // Family split, pass 1, channels-first: the group's channel rows in units of Params::split_rows

@@ -55,6 +55,29 @@ __device__ __forceinline__ void load_vec(const T* p, float (&out)[N]) {
   for (int i = 0; i < N; ++i) out[i] = to_float(r.v[i]);
 }
 
+// base[i] where base is not null, else `absent`, as stored (widen it where it is used). On
+// NVIDIA one predicated load, no branch: behind a branch, the compiler moved the value's
+// conversion into the load's block (phi(0, widen(load)) for phi(0, load)), a use of the load
+// before the loads after it, which then waited for it (bench/NOTES.md, "The split forward's chain").
+template <typename T>
+__device__ __forceinline__ T load_or(const T* base, std::int64_t i, T absent) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (sizeof(T) == 2 || sizeof(T) == 4) {
+    using Word = std::conditional_t<sizeof(T) == 2, unsigned short, unsigned>;
+    Word w;
+    __builtin_memcpy(&w, &absent, sizeof(T));
+    if constexpr (sizeof(T) == 2)
+      asm("{ .reg .pred q; setp.ne.u64 q, %1, 0; @q ld.global.u16 %0, [%2]; }" : "+h"(w) : "l"(base), "l"(base + i));
+    else
+      asm("{ .reg .pred q; setp.ne.u64 q, %1, 0; @q ld.global.u32 %0, [%2]; }" : "+r"(w) : "l"(base), "l"(base + i));
+    T out;
+    __builtin_memcpy(&out, &w, sizeof(T));
+    return out;
+  }
+#endif
+  return base ? base[i] : absent;
+}
+
 // Vectors widened to fp32 and narrowed back, two elements a conversion instruction where the
 // target has one.
 template <typename T, int N>
@@ -133,6 +156,26 @@ __device__ __forceinline__ Vec<T, N> opaque(Vec<T, N> r) {
 #pragma unroll
     for (unsigned& x : w) asm volatile("" : "+r"(x));
     __builtin_memcpy(&r, w, sizeof(r));
+  }
+#endif
+  return r;
+}
+
+// One stored element's bits made opaque, as opaque() does a vector's: widened after this point,
+// the conversion cannot be moved back to where the value was loaded.
+template <typename T>
+__device__ __forceinline__ T opaque_element(T r) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (sizeof(T) == 2) {
+    unsigned short w;
+    __builtin_memcpy(&w, &r, 2);
+    asm volatile("" : "+h"(w));
+    __builtin_memcpy(&r, &w, 2);
+  } else if constexpr (sizeof(T) == 4) {
+    unsigned w;
+    __builtin_memcpy(&w, &r, 4);
+    asm volatile("" : "+r"(w));
+    __builtin_memcpy(&r, &w, 4);
   }
 #endif
   return r;
