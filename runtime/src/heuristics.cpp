@@ -20,7 +20,8 @@ struct RuleTables {
 };
 
 constexpr double kAny = std::numeric_limits<double>::infinity();
-// The channels-last forward's "small tensor", in bytes of x a compute unit (below).
+// The forward's "small tensor", in bytes of x a compute unit (below): the channels-last rules
+// and the channels-first split rule.
 constexpr double kSmallBytesPerCu = 96 << 10;
 // The channels-last forward's "tiny tensor", in bytes of x a compute unit (below).
 constexpr double kTinyBytesPerCu = 8 << 10;
@@ -35,6 +36,11 @@ constexpr std::int64_t kOnchipClFwdEightByteFromElements = 4096;
 // The channels-last onchip backward's 4-byte vectors before 16-byte ones from groups of this
 // many elements (better()).
 constexpr std::int64_t kOnchipClBwdFourByteFromElements = 8192;
+// The split forward from groups of this many elements, channels-first (below).
+constexpr std::int64_t kSplitCfFwdGroupElements = 61440;
+// The channels-last split forward where a group's C/G channels span at least this many bytes
+// (below).
+constexpr int kSplitClFwdRunBytes = 64;
 // The channels-first forward's stream family from this many bytes of x a compute unit (below),
 // and up to which its instance of one 512-thread workgroup a compute unit (per_thread 2) wins.
 constexpr double kStreamCfFwdBytesPerCu = 60 << 10;
@@ -82,6 +88,20 @@ RuleTables sm_90() {
       Rule{Family::onchip, kAny, 0, "channels-last, a small tensor: a workgroup per group of up to 32K elements",
            32768, Rule::kChannelsLast}
           .bytes_per_cu(0, kSmallBytesPerCu),
+      // ... and past 32K elements, few groups whose C/G channels are 64 bytes or more of 16-byte
+      // vectors: the split family's two launches, the second reading x from L2 (since its
+      // batches load at once and sum over registers: bench/NOTES.md, "The split forward's
+      // chain"; H100, fp16 / bf16 SiLU, L2-cold, bench.py --best, 2026-11-27): sd15_32x1280 (80
+      // bytes) 12.7 / 12.8 us against resident 13.6 / 13.8, sdxl_32x2560 (160) 18.8 / 19.7
+      // against 22.8 / 23.3, det_25x42x2048 (128) 18.2 / 18.6 against 19.9 / 20.1, g16_32x640
+      // (80) 9.8 / 10.1 against 11.1 / 11.1, layer_norm_32x64 (128) 7.2 / 7.3 against 8.1 / 8.2;
+      // not 32-byte runs (vae_64x512, C/G = 16: 12.1-13.0 against 12.6-12.8 over three runs) ...
+      Rule{Family::split, 1.0, 0, "channels-last, a small tensor of few large groups, runs of 64 bytes or more: several workgroups per group",
+           std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
+          .bytes_per_cu(0, kSmallBytesPerCu)
+          .vector_bytes(16)
+          .runs_from(kSplitClFwdRunBytes)
+          .only({DataType::f16, DataType::bf16}),
       // ... and from 8 KB to 48 KB a compute unit (1 to 6.3 MB on 132) the resident family,
       // whose unit is a chunk of whole groups of a sample cut into slices that one thread-block
       // cluster exchanges (resident_fwd.hpp; bench/NOTES.md, "Chunks of a sample"): x read once
@@ -161,6 +181,23 @@ RuleTables sm_90() {
       Rule{Family::looped, kAny, 0, "channels-first, a small tensor, groups below 64 elements: a workgroup per group",
            63, Rule::kChannelsFirst}
           .bytes_per_cu(0, kStreamCfFwdBytesPerCu),
+      // Channels-first, few groups of 60K elements or more from 8 KB to 96 KB of x a compute
+      // unit (1 to 12.7 MB on 132), 16-byte vectors: the split family's two launches, the second
+      // reading x from L2 (since its batches load at once and sum over registers: bench/NOTES.md,
+      // "The split forward's chain"; H100, fp16 / bf16 SiLU, L2-cold, bench.py --best,
+      // 2026-11-27): vae_64x512 (65536 elements) 9.8 / 10.1 us against resident 10.7 / 10.8,
+      // sd15_32x1920 (61440) 13.8 / 14.1 against 14.3 / 14.2, sd15_64x640 (81920) 17.1 / 17.4
+      // against stream 18.1 / 18.8, sdxl_32x2560 17.1 / 17.3 against 17.8 / 18.8; not groups of
+      // 40960 (sd15_64x320 12.6 / 13.0 against resident 11.0 / 11.0, sd15_32x1280 12.7 / 12.9
+      // against 11.4 / 11.2, g16_32x640 8.9 / 9.1 against 8.7 / 8.7), nor larger tensors
+      // (sd15_64x960, 15.7 MB, 23.4 / 23.9 against stream 22.7 / 23.6; vae_128x512 24.2 / 24.1
+      // against 22.8 / 23.7), nor below 8 KB a compute unit (layer_norm_32x64, 2 groups, 0.3
+      // MB: 6.6 / 6.6 against resident 6.2 / 6.2).
+      Rule{Family::split, 1.0, kSplitCfFwdGroupElements, "channels-first, a small tensor of few large groups: several workgroups per group, the second pass from L2",
+           std::numeric_limits<std::int64_t>::max(), Rule::kChannelsFirst}
+          .bytes_per_cu(kTinyBytesPerCu, kSmallBytesPerCu)
+          .vector_bytes(16)
+          .only({DataType::f16, DataType::bf16}),
       // Channels-first from 60 KB of x a compute unit (7.9 MB on 132). Measured on an H100,
       // fp16 SiLU, L2-cold, every instance (bench/NOTES.md, "The stream forward,
       // channels-first"): the stream family (stream_fwd_cf.hpp) reads each workgroup's share
@@ -550,6 +587,7 @@ const Instance* rule_choice(const Registry& reg, const DeviceInfo& dev, const Pr
         p.group_elements() < rule.min_group_elements || p.group_elements() > rule.max_group_elements ||
         p.c > rule.max_channels || p.c < rule.min_channels || !(rule.layouts & (1 << int(p.layout))) ||
         bytes < rule.min_bytes_per_cu || bytes >= rule.max_bytes_per_cu || !group_runs_of(p, rule.group_run_bytes) ||
+        group_run(p) * std::int64_t(size_of(p.x_dtype)) < rule.min_run_bytes ||
         !(rule.x_dtypes & (1 << int(p.x_dtype))))
       continue;
     const Instance* best = nullptr;

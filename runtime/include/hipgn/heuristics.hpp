@@ -72,6 +72,7 @@ struct Rule {
   // and a group's contiguous run (channels-last its C/G channels, every group's; channels-first
   // its H x W positions) spans a multiple of this many bytes: vectors of that width fit it
   int group_run_bytes = 0;
+  int min_run_bytes = 0;              // and that run spans at least this many bytes
   int x_dtypes = kAnyDtype;           // and x's type is one of these (bits of DataType)
   static constexpr int kAnyLayout = 3, kChannelsFirst = 1, kChannelsLast = 2;
   static constexpr int kAnyDtype = ~0;
@@ -89,6 +90,11 @@ struct Rule {
   Rule group_runs(int bytes) const {
     Rule r = *this;
     r.group_run_bytes = bytes;
+    return r;
+  }
+  Rule runs_from(int bytes) const {
+    Rule r = *this;
+    r.min_run_bytes = bytes;
     return r;
   }
   Rule channels_from(std::int64_t c) const {
