@@ -148,30 +148,15 @@ struct Batch {
     }
   }
 
-  // The batch's statistics, exact: V chains over its vectors and a tree for the mean, the same
-  // for the squared deviations from it (a chain of U + log2 V adds each). One vector's statistics
-  // merged into the next's was a chain of U merges (a reciprocal and six dependent operations
-  // each) on every workgroup's path to its block reduction.
+  // The batch's statistics, exact over its registers (register_sum, register_squares): one
+  // vector's statistics merged into the next's was a chain of U merges (a reciprocal and six
+  // dependent operations each) on every workgroup's path to its block reduction.
   __device__ __forceinline__ Stats stats() const {
     const std::int64_t left = end - q0, whole = (left + B - 1) / B;  // vectors below end
     const int count = left <= 0 ? 0 : whole < U ? int(whole) : U;
-    float acc[V];
-#pragma unroll
-    for (int i = 0; i < V; ++i) {
-      acc[i] = v[0][i];
-#pragma unroll
-      for (int u = 1; u < U; ++u) acc[i] += v[u][i];
-    }
     const float n = float(count * V);
-    const float m = count > 0 ? __fdividef(tree_sum(acc), n) : 0.f;
-#pragma unroll
-    for (int i = 0; i < V; ++i) {
-      acc[i] = 0.f;
-#pragma unroll
-      for (int u = 0; u < U; ++u)
-        if (u < count) acc[i] = fmaf(v[u][i] - m, v[u][i] - m, acc[i]);
-    }
-    return {n, m, tree_sum(acc)};
+    const float m = count > 0 ? __fdividef(register_sum(v), n) : 0.f;  // zeros past end
+    return {n, m, register_squares(v, count, m)};
   }
 
   // y of the batch's vectors.

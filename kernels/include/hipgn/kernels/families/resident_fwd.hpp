@@ -192,25 +192,11 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
     {
       const int mine_vectors = count > t ? (count - t + B - 1) / B : 0;  // of the E
       const float n_t = float(mine_vectors * V + has_head + has_tail);
-      // V chains over the E vectors, then a tree over the V: the E x V adds one after another
-      // were a chain of 4 cycles an add on the item's critical path (every workgroup of the
-      // unit waits on the slowest)
-      float acc[V];
-#pragma unroll
-      for (int i = 0; i < V; ++i) {
-        acc[i] = v[0][i];  // zeros past the slice
-#pragma unroll
-        for (int e = 1; e < E; ++e) acc[i] += v[e][i];
-      }
-      const float m = n_t > 0.f ? __fdividef(tree_sum(acc) + (xh + xt), n_t) : 0.f;
-#pragma unroll
-      for (int i = 0; i < V; ++i) {
-        acc[i] = 0.f;
-#pragma unroll
-        for (int e = 0; e < E; ++e)
-          if (e < mine_vectors) acc[i] = fmaf(v[e][i] - m, v[e][i] - m, acc[i]);
-      }
-      const float sq = tree_sum(acc) + ((has_head ? (xh - m) * (xh - m) : 0.f) + (has_tail ? (xt - m) * (xt - m) : 0.f));
+      // register_sum's V chains and tree: the E x V adds one after another were a chain of 4
+      // cycles an add on the item's critical path (every workgroup of the unit waits on the slowest)
+      const float m = n_t > 0.f ? __fdividef(register_sum(v) + (xh + xt), n_t) : 0.f;  // zeros past the slice
+      const float sq = register_squares(v, mine_vectors, m) +
+                       ((has_head ? (xh - m) * (xh - m) : 0.f) + (has_tail ? (xt - m) * (xt - m) : 0.f));
       mine = Stats{n_t, m, sq};
     }
     const Stats local = block_merge<B>(mine);

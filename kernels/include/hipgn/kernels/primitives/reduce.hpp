@@ -81,6 +81,34 @@ __device__ __forceinline__ float tree_sum(float (&v)[N]) {
   return v[0];
 }
 
+// A thread's E vectors of V values in registers: their sum as V chains over the vectors, then a
+// tree over the V (E - 1 + log2 V dependent adds, not E x V: bench/NOTES.md, "The resident
+// forward's chain"), and the same for the squared deviations from m of the first `count`
+// vectors.
+template <int E, int V>
+__device__ __forceinline__ float register_sum(const float (&v)[E][V]) {
+  float acc[V];
+#pragma unroll
+  for (int i = 0; i < V; ++i) {
+    acc[i] = v[0][i];
+#pragma unroll
+    for (int e = 1; e < E; ++e) acc[i] += v[e][i];
+  }
+  return tree_sum(acc);
+}
+template <int E, int V>
+__device__ __forceinline__ float register_squares(const float (&v)[E][V], int count, float m) {
+  float acc[V];
+#pragma unroll
+  for (int i = 0; i < V; ++i) {
+    acc[i] = 0.f;
+#pragma unroll
+    for (int e = 0; e < E; ++e)
+      if (e < count) acc[i] = fmaf(v[e][i] - m, v[e][i] - m, acc[i]);
+  }
+  return tree_sum(acc);
+}
+
 // Count, mean and sum of squared deviations of a set of values. Merging two sets (Chan et
 // al.) never subtracts large raw sums, so it stays accurate where E[x^2] - E[x]^2 would not.
 struct Stats {
