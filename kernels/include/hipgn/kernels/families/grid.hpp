@@ -60,23 +60,32 @@ struct Affine {
   }
 };
 
+// y = act((x - mean) * scale + shift) for one channels-first vector (one channel's: scale =
+// gamma_c * rstd, shift = beta_c), written to y + offset.
+template <typename Traits>
+__device__ __forceinline__ void store_normalized(const Params& p, const float (&v)[Traits::kVectorSize],
+                                                 std::int64_t offset, float mean, float scale, float shift) {
+  constexpr int V = Traits::kVectorSize;
+  float out[V];
+#pragma unroll
+  for (int i = 0; i < V; ++i) out[i] = activate<Traits::kActivation>((v[i] - mean) * scale + shift, p.swish_beta);
+  store_vec<V>(static_cast<typename Traits::XType*>(p.y) + offset, out);
+}
+
 // y = act(gamma_c * (x - mean) * rstd + beta_c) for one vector, written to y + offset.
 template <typename Traits>
 __device__ __forceinline__ void normalize_store(const Params& p, const float (&v)[Traits::kVectorSize],
                                                 std::int64_t offset, std::int64_t channel,
                                                 float mean, float rstd) {
   constexpr int V = Traits::kVectorSize;
-  float out[V];
   if constexpr (Traits::kLayout == Layout::channels_first) {
     // A channels-first vector is one channel's: its gamma and beta once, not per element (per
     // element, with a null check each, they were 128 loads and ~200 branches of the onchip
     // 512 x 8 x 8 forward's 2,800 instructions; bench/NOTES.md, "gamma and beta once a vector")
     const Affine<Traits> a(p, channel);
-    const float scale = a.gamma * rstd, shift = a.beta;
-#pragma unroll
-    for (int i = 0; i < V; ++i)
-      out[i] = activate<Traits::kActivation>((v[i] - mean) * scale + shift, p.swish_beta);
+    store_normalized<Traits>(p, v, offset, mean, a.gamma * rstd, a.beta);
   } else {
+    float out[V];
     // (channels-last, element by element here: through vector_affine, before the channels-last
     // onchip forward walked rows with them loaded once, it ran 1.06-1.08x slower at 512 x 8
     // vectors; bench/NOTES.md, "gamma and beta a vector at a time")
@@ -89,8 +98,8 @@ __device__ __forceinline__ void normalize_store(const Params& p, const float (&v
       const float shift = beta ? to_float(beta[channel + i]) : 0.f;
       out[i] = activate<Traits::kActivation>((v[i] - mean) * scale + shift, p.swish_beta);
     }
+    store_vec<V>(static_cast<typename Traits::XType*>(p.y) + offset, out);
   }
-  store_vec<V>(static_cast<typename Traits::XType*>(p.y) + offset, out);
 }
 
 // A thread's batch of a group's vectors: q0, q0 + B, ... (kPerThread of them, those below end),
@@ -168,12 +177,8 @@ struct Batch {
       std::int64_t offset, channel;
       view.locate(p, q0 + std::int64_t(u) * B, offset, channel);
       if constexpr (kEarlyAffine) {  // normalize_store's arithmetic, on the early gamma and beta
-        const float scale = to_float(opaque_element(gamma[u])) * rstd, shift = to_float(opaque_element(beta[u]));
-        float out[V];
-#pragma unroll
-        for (int i = 0; i < V; ++i)
-          out[i] = activate<Traits::kActivation>((v[u][i] - mean) * scale + shift, p.swish_beta);
-        store_vec<V>(static_cast<typename Traits::XType*>(p.y) + offset, out);
+        store_normalized<Traits>(p, v[u], offset, mean, to_float(opaque_element(gamma[u])) * rstd,
+                                 to_float(opaque_element(beta[u])));
       } else {
         normalize_store<Traits>(p, v[u], offset, channel, mean, rstd);
       }

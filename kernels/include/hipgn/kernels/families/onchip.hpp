@@ -349,12 +349,7 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, const GroupV
     const int q = threadIdx.x + e * B;
     if (q < p.vectors) {
       if constexpr (kEarlyAffine) {  // normalize_store's arithmetic, on the early gamma and beta
-        const float scale = early_gamma[e] * rstd;
-        float out[V];
-#pragma unroll
-        for (int i = 0; i < V; ++i)
-          out[i] = activate<Traits::kActivation>((v[e][i] - mean) * scale + early_beta[e], p.swish_beta);
-        store_vec<V>(static_cast<typename Traits::XType*>(p.y) + base + std::int64_t(q) * V, out);
+        store_normalized<Traits>(p, v[e], base + std::int64_t(q) * V, mean, early_gamma[e] * rstd, early_beta[e]);
       } else {
         std::int64_t offset, c;
         view.locate(p, q, offset, c);

@@ -124,19 +124,6 @@ __device__ __forceinline__ Stats merge(Stats a, Stats b) {
   return {n, a.mean + d * wb, a.m2 + b.m2 + d * d * a.n * wb};
 }
 
-// Statistics of one vector held in registers: two passes over registers, exact.
-template <int N>
-__device__ __forceinline__ Stats vector_stats(const float (&v)[N]) {
-  float s = 0.f;
-#pragma unroll
-  for (int i = 0; i < N; ++i) s += v[i];
-  const float m = s * (1.f / N);
-  float q = 0.f;
-#pragma unroll
-  for (int i = 0; i < N; ++i) q += (v[i] - m) * (v[i] - m);
-  return {float(N), m, q};
-}
-
 // The merge over each kWidth-lane set of a wavefront (kWidth a power of two); lane 0 of a set
 // holds the set's merge in lane order (other lanes merge in other orders: broadcast lane 0's).
 template <int kWidth = kWarpSize>
