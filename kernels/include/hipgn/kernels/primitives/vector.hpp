@@ -146,7 +146,8 @@ __device__ __forceinline__ VecT from_bits(const Bits<VecT>& b) {
 // half the registers of its fp32 terms) and computes its terms twice holds the bits, not the
 // terms. Without it the channels-last onchip backward kept its fp32 terms across its reductions
 // (1024 x 2 x 16 in bf16 spilled 472 bytes, 12 with it; bench/NOTES.md, "The channels-last
-// onchip backward by rows"). On AMD a no-op.
+// onchip backward by rows"). A 2-byte vector (one 16-bit element) as one 16-bit register. On
+// AMD a no-op.
 template <typename T, int N>
 __device__ __forceinline__ Vec<T, N> opaque(Vec<T, N> r) {
 #if defined(__CUDA_ARCH__)
@@ -156,29 +157,21 @@ __device__ __forceinline__ Vec<T, N> opaque(Vec<T, N> r) {
 #pragma unroll
     for (unsigned& x : w) asm volatile("" : "+r"(x));
     __builtin_memcpy(&r, w, sizeof(r));
+  } else if constexpr (sizeof(Vec<T, N>) == 2) {
+    unsigned short w;
+    __builtin_memcpy(&w, &r, 2);
+    asm volatile("" : "+h"(w));
+    __builtin_memcpy(&r, &w, 2);
   }
 #endif
   return r;
 }
 
-// One stored element's bits made opaque, as opaque() does a vector's: widened after this point,
-// the conversion cannot be moved back to where the value was loaded.
+// One stored element's bits made opaque (opaque() of a one-element vector): widened after this
+// point, the conversion cannot be moved back to where the value was loaded.
 template <typename T>
 __device__ __forceinline__ T opaque_element(T r) {
-#if defined(__CUDA_ARCH__)
-  if constexpr (sizeof(T) == 2) {
-    unsigned short w;
-    __builtin_memcpy(&w, &r, 2);
-    asm volatile("" : "+h"(w));
-    __builtin_memcpy(&r, &w, 2);
-  } else if constexpr (sizeof(T) == 4) {
-    unsigned w;
-    __builtin_memcpy(&w, &r, 4);
-    asm volatile("" : "+r"(w));
-    __builtin_memcpy(&r, &w, 4);
-  }
-#endif
-  return r;
+  return opaque(Vec<T, 1>{{r}}).v[0];
 }
 
 // N floats to shared memory in one access where N * 4 is an access's size.
