@@ -38,7 +38,7 @@ names = {
     "fwd_stream_cf": ["phase 1 sums", "phase 1 reductions", "barrier", "phase 2 merges", "phase 2 writes", "phase 1 setup", "phase 2 setup"],
     "fwd_resident_cf": ["loads", "block stats", "exchange", "scale, shift", "stores issued", "end barrier", "start"],
     "fwd_resident_cl": ["loads", "thread stats", "to groups", "exchange", "scale, shift", "stores issued", "start"],
-    "bwd_stream_cl": ["phase 1 loads", "phase 1 reductions", "barrier 1", "phase 2", "barrier 2", "phase 3 setup", "phase 3 rows"],
+    "bwd_stream_cl": ["phase 1 loads", "phase 1 reductions", "barrier", "phase 2 setup", "phase 2 rows", "dgamma, dbeta"],
 }
 lines = [l for l in open(sys.argv[1]) if l.startswith("phase_times ")]
 if not lines:

@@ -41,10 +41,16 @@ std::string misaligned(const Problem& p, const Tensors* t, std::int64_t vector) 
   return {};
 }
 const char* layout_words(Layout l) { return l == Layout::channels_first ? "channels-first " : "channels-last "; }
-// The stream family's pairs of floats an item (and a sample) exchanges: the forward's per-group
-// (mean, M2), the backward's per-channel (S1, S2) (stream_fwd.hpp, stream_bwd.hpp).
-std::size_t stream_pairs(const Problem& p) {
-  return describe(p.op).backward ? std::size_t(p.c) : std::size_t(p.groups);
+// The stream family's workspace after its barrier counters, in pairs of floats: the items'
+// partials (the forward's per-group (mean, M2), the backward's per-channel (S1, S2)), then
+// group_stats (the forward's samples' per-group (mean, rstd), the backward's items' per-group
+// (gamma S1, gamma S2)): stream_fwd.hpp, stream_bwd.hpp.
+struct StreamPairs {
+  std::size_t partials, group_stats;
+};
+StreamPairs stream_pairs(const Problem& p, std::int64_t items) {
+  const std::size_t i = std::size_t(items), g = std::size_t(p.groups);
+  return describe(p.op).backward ? StreamPairs{i * std::size_t(p.c), i * g} : StreamPairs{i * g, std::size_t(p.n) * g};
 }
 // The element offset of x from a 16-byte (`vector`-element) boundary: where a peeled run's
 // head ends (primitives/vector.hpp: Peel).
@@ -354,9 +360,9 @@ std::size_t Instance::workspace_bytes(const Problem& p, int compute_units) const
            std::size_t(stream_cf_slots(stream_items(p, compute_units).items, p.num_groups())) * 4 * sizeof(float);
   }
   if (family.streams) {
-    // two barrier counters, then the items' partials and the samples' totals
-    return counter_words_bytes(kStreamCounterWords) +
-           (std::size_t(stream_items(p, compute_units).items) + std::size_t(p.n)) * stream_pairs(p) * 2 * sizeof(float);
+    // the barrier counters, then the partials and group_stats (stream_pairs)
+    const StreamPairs pairs = stream_pairs(p, stream_items(p, compute_units).items);
+    return counter_words_bytes(kStreamCounterWords) + (pairs.partials + pairs.group_stats) * 2 * sizeof(float);
   }
   if (family.persistent) {
     const ResidentShape r = resident_shape(p);
@@ -492,7 +498,7 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
     k.part_rows = s.part_rows;
     k.slices_div = FastDivmod::make(std::uint64_t(s.parts));
     k.cpg_div = FastDivmod::make(std::uint64_t(cg));
-    k.group_stats = k.partials + std::size_t(s.items) * stream_pairs(p) * 2;
+    k.group_stats = k.partials + stream_pairs(p, s.items).partials * 2;
   }
   if (workspace_bytes(p, compute_units) && !workspace) return Status::error(StatusCode::invalid_argument, name_ + " needs a workspace");
   // (callers pass them where counter_bytes() is nonzero; a launch that counts nothing ignores them)

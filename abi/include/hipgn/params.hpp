@@ -202,7 +202,8 @@ struct Params {
 
   // The stream family (stream_fwd.hpp, stream_bwd.hpp): items = N x parts (p.slices), a part
   // part_rows rows of a sample. Forward: partials are [items, G] (mean, M2) pairs, group_stats
-  // [N * G] (mean, rstd) pairs. Backward: partials [items, C] and group_stats [N, C] (S1, S2) pairs.
+  // [N * G] (mean, rstd) pairs. Backward: partials [items, C] (S1, S2) pairs, group_stats
+  // [items, G] (gamma S1, gamma S2) pairs.
   std::int64_t part_rows;
   float* group_stats;
   // The channels-first stream forward (stream_fwd_cf.hpp): the flat tensor's aligned vectors

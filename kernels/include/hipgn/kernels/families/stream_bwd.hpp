@@ -1,22 +1,25 @@
 // The stream backward, channels-last (ops dx, dgb, bwd): the forward's structure
-// (stream_fwd.hpp), one cooperative launch in three phases split by grid barriers, each a pure
+// (stream_fwd.hpp), one cooperative launch in two phases split by one grid barrier, each a pure
 // stream with nothing held across it.
 //
 //   1. Items (sample, part of its rows) read x and dy whole rows at a time, 16 bytes an access
 //      whatever C/G is. A thread keeps fixed channels and sums, per channel, dy' and
 //      dy' (x - mean) in registers (the saved statistics give xhat directly; the shift by the
-//      mean keeps the second sum free of cancellation). Shared memory adds the lanes, and the
-//      item's per-channel (S1, S2) go to the workspace.
-//   2. Teams of lanes add each (sample, channel)'s parts in a fixed order: S1, S2 of the
-//      sample, the same bits every run.
-//   3. dgamma and dbeta: a thread per channel adds the samples in order. dx: items are read
-//      again in reverse, each item's rows last first, so the rows phase 1 read last come from
-//      L2; the item's per-group A/M and B/M are formed once in shared memory, and every element
-//      is a few FMAs: dx = rstd gamma dy' - rstd A/M - rstd^2 B/M (x - mean).
+//      mean keeps the second sum free of cancellation). Shared memory adds the lanes; the
+//      item's per-channel (S1, S2) go to the workspace for dgamma and dbeta, and (for dx) its
+//      per-group (gamma S1, gamma S2) sums, which are all that dx needs of the others' items.
+//   2. dx: items are read again in reverse, each item's rows last first, so the rows phase 1
+//      read last come from L2. Each workgroup adds its sample's items' group sums itself, in a
+//      fixed order (every workgroup gets the same bits): A/M and B/M per group, and every element
+//      is a few FMAs: dx = rstd gamma dy' - rstd A/M - rstd^2 B/M (x - mean). Before it, dgamma
+//      and dbeta: each channel's items added in a fixed order, a few workgroups' work.
+// A second barrier used to separate a phase that added the items' per-channel sums a sample at
+// a time from dx (bench/NOTES.md, "One barrier for the channels-last stream backward": it and
+// that phase were 3-4 us of 30-40).
 //
 // Against the resident backward, which holds a slice of x and dy in registers and exchanges
 // (A, B) with its sample's other workgroups item by item, the loops here only load, add and
-// store, and the waits are the two barriers. x and dy are read twice, the second time from L2
+// store, and the wait is the barrier. x and dy are read twice, the second time from L2
 // where the tensors (or their last part) fit there.
 #pragma once
 
@@ -35,58 +38,82 @@
 
 namespace hipgn::kernels {
 
-// Phase 3b of the kernel below: dx, items and rows in reverse.
+// Column sums of a [rows][stride] matrix of float pairs (row q of column j at m[q stride + j]),
+// for its columns [0, cols), cols <= kWarpSize: wavefront w adds rows w, w + W, ... in order,
+// its lanes a column each (one 256-byte load a row), then thread j adds the W wavefronts' sums
+// in order and hands them to put(j, a, b). The order depends on the shape only: every workgroup
+// that sums the same matrix gets the same bits. The whole workgroup calls it (two barriers);
+// `scratch` holds 2 B floats of shared memory.
+template <int B, typename Put>
+__device__ __forceinline__ void column_sums(const float2* m, std::int64_t stride, int rows, int cols, float* scratch,
+                                            Put put) {
+  constexpr int W = B / kWarpSize, kBatch = 8;  // kBatch loads in flight before any is added
+  static_assert(B % kWarpSize == 0, "whole wavefronts");
+  const int t = threadIdx.x, lane = t % kWarpSize, w = t / kWarpSize;
+  float a = 0.f, b = 0.f;
+  if (lane < cols)
+    for (int q0 = w; q0 < rows; q0 += kBatch * W) {
+      float2 v[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int q = q0 + u * W;
+        v[u] = q < rows ? load_shared_partial(m + std::int64_t(q) * stride + lane) : make_float2(0.f, 0.f);
+      }
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) a += v[u].x, b += v[u].y;
+    }
+  scratch[t] = a, scratch[B + t] = b;
+  __syncthreads();
+  if (t < cols) {
+    a = 0.f, b = 0.f;
+    for (int k = 0; k < W; ++k) a += scratch[k * kWarpSize + t], b += scratch[B + k * kWarpSize + t];
+    put(t, a, b);
+  }
+  __syncthreads();
+}
+
+// Phase 2 of the kernel below: dx, items and rows in reverse.
 template <typename Traits, typename Channels, typename Clock>
-__device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeometry<Traits>& sg, const float* affine,
-                                              float* weighted, float* red, Channels channels, Clock& phases) {
+__device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeometry<Traits>& sg, float* red,
+                                              float* weighted, Channels channels, Clock& phases) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread, U = kStreamUnroll;
   using T = typename Traits::XType;
   using VecT = Vec<T, V>;
-  const int c = sg.c, groups = sg.groups, cpg = sg.cpg, t = threadIdx.x, lane = sg.lane;
+  const int groups = sg.groups, t = threadIdx.x, lane = sg.lane;
   const int(&cols)[E] = sg.cols;
   const T* x = static_cast<const T*>(p.x);
   const T* dy = static_cast<const T*>(p.dy);
-  const float2* totals = reinterpret_cast<const float2*>(p.group_stats);
-  const float inv_m = 1.f / (float(cpg) * float(sg.hw));
+  const float2* group_parts = reinterpret_cast<const float2*>(p.group_stats);  // [items][G]
+  const float inv_m = 1.f / (float(sg.cpg) * float(sg.hw));
   const int first_item = int(blockIdx.x), step = int(gridDim.x);
   for (int item = first_item + (sg.items - 1 - first_item) / step * step; item >= 0; item -= step) {
     std::int64_t base;
     int r0, rows;
     const int n = sg.locate(p, item, base, r0, rows);
-    // the sample's A/M, B/M per group: gamma S1 and gamma S2 per channel, then a wavefront per
-    // group adds its channels (into red, free since phase 1)
-    __syncthreads();  // the previous item's sums were read
-    for (int ch = t; ch < c; ch += B) {
-      const float2 v = load_shared_partial(totals + std::int64_t(n) * c + ch);
-      weighted[ch] = affine[ch] * v.x;
-      weighted[c + ch] = affine[ch] * v.y;
-    }
-    __syncthreads();
-    for (int g = t / kWarpSize; g < groups; g += B / kWarpSize) {
-      float a = 0.f, b = 0.f;
-      for (int i = t % kWarpSize; i < cpg; i += kWarpSize) a += weighted[g * cpg + i], b += weighted[c + g * cpg + i];
-      a = warp_sum(a);
-      b = warp_sum(b);
-      if (t % kWarpSize == 0) red[g] = a * inv_m, red[groups + g] = b * inv_m;
-    }
-    __syncthreads();
+    // the sample's A/M, B/M per group (into `weighted`, free since phase 1): its items' group sums
+    // added, kWarpSize groups at a time (`red`, free since phase 1, their scratch)
+    const float2* sums = group_parts + std::int64_t(n) * sg.parts * groups;
+    for (int g0 = 0; g0 < groups; g0 += kWarpSize)
+      column_sums<B>(sums + g0, groups, sg.parts, groups - g0 < kWarpSize ? groups - g0 : kWarpSize, red,
+                     [&](int j, float a, float b) { weighted[g0 + j] = a * inv_m, weighted[groups + g0 + j] = b * inv_m; });
     BwdChannel k[E][V];
+#pragma unroll
+    for (int j = 0; j < E; ++j) channels(n, j, k[j]);
     float dslope[E][V], dconst[E][V];  // dx = slope dy' + dslope (x - mean) + dconst
 #pragma unroll
     for (int j = 0; j < E; ++j) {
-      channels(n, j, k[j]);
 #pragma unroll
       for (int i = 0; i < V; ++i) {
         if (cols[j] >= 0) {
           const int g = int(p.cpg_div.div(std::uint32_t(cols[j] * V + i)));
-          dslope[j][i] = -k[j][i].rstd * k[j][i].rstd * red[groups + g];
-          dconst[j][i] = -k[j][i].rstd * red[g];
+          dslope[j][i] = -k[j][i].rstd * k[j][i].rstd * weighted[groups + g];
+          dconst[j][i] = -k[j][i].rstd * weighted[g];
         } else {
           dslope[j][i] = dconst[j][i] = 0.f;
         }
       }
     }
-    phases.lap(5);
+    phases.lap(3);
     const int mine = sg.mine(rows);
     const std::int64_t first = base + std::int64_t(r0 + lane) * sg.row_vectors;
     const VecT* xs = reinterpret_cast<const VecT*>(x) + first;
@@ -116,7 +143,7 @@ __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeome
           }
         }
     }
-    phases.lap(6);
+    phases.lap(4);
   }
 }
 
@@ -131,16 +158,18 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
   const StreamGeometry<Traits> sg(p);
   const int c = sg.c, groups = sg.groups, cpg = sg.cpg, t = threadIdx.x, lanes = sg.lanes, lane = sg.lane;
   const int(&cols)[E] = sg.cols;
-  const int n_samples = int(p.groups_div.div(std::uint32_t(p.num_groups)));
+  const bool channel_sums = wants_channel_sums<Traits>(p);
   // shared memory (stream_cl_smem_floats, backward): [2][lanes][C] S1 and S2 of the lanes,
-  // [2][C] gamma and beta, [2][C] an item's gamma S1 and gamma S2 (phase 3)
+  // [2][C] gamma and beta, [2][C] an item's gamma S1 and gamma S2
+  // (red, 2 lanes C floats, is at least 2 B, column_sums' scratch: lanes C >= B V / 2)
+  static_assert(V >= 2, "column_sums' scratch in red");
   float* red = reinterpret_cast<float*>(dynamic_smem);
   float* affine = red + 2 * lanes * c;
   float* weighted = affine + 2 * c;
   const T* x = static_cast<const T*>(p.x);
   const T* dy = static_cast<const T*>(p.dy);
-  float2* partials = reinterpret_cast<float2*>(p.partials);  // [items][C]
-  float2* totals = reinterpret_cast<float2*>(p.group_stats);  // [N][C]
+  float2* partials = reinterpret_cast<float2*>(p.partials);        // [items][C]: S1, S2
+  float2* group_parts = reinterpret_cast<float2*>(p.group_stats);  // [items][G]: gamma S1, gamma S2
   {
     const Gm* gamma = static_cast<const Gm*>(p.gamma);
     const Gm* beta = static_cast<const Gm*>(p.beta);
@@ -169,9 +198,9 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     }
   };
 
-  // bench/phase_times.sh: phase 1's loads | its reductions | barrier | phase 2 | barrier | phase 3's
-  // dgamma, dbeta and per-item constants | its rows
-  PhaseClock<7> phases;
+  // bench/phase_times.sh: phase 1's loads | its reductions | barrier | phase 2's per-item constants |
+  // its rows | dgamma, dbeta (before phase 2)
+  PhaseClock<6> phases;
 
   // Phase 1: per-channel sums of each item.
   for (int item = blockIdx.x; item < sg.items; item += gridDim.x) {
@@ -221,72 +250,40 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
 #pragma unroll
       for (int i = 0; i < V; ++i) s2[j][i] *= k[j][i].rstd;  // S2 = rstd sum dy' (x - mean)
     phases.lap(0);
-    __syncthreads();  // the previous item's lanes were read
+    __syncthreads();  // the previous item's lanes and weighted sums were read
     sg.stage_lane(red, s1, s2);
     __syncthreads();
     for (int ch = t; ch < c; ch += B) {
       float a, b;
       sg.lane_total(red, ch, a, b);
-      partials[std::int64_t(item) * c + ch] = make_float2(a, b);
+      if (channel_sums) partials[std::int64_t(item) * c + ch] = make_float2(a, b);
+      if constexpr (kWritesDx<Traits>) weighted[ch] = affine[ch] * a, weighted[c + ch] = affine[ch] * b;
+    }
+    if constexpr (kWritesDx<Traits>) {
+      __syncthreads();
+      for (int g = t / kWarpSize; g < groups; g += B / kWarpSize) {  // a wavefront a group
+        float a = 0.f, b = 0.f;
+        for (int i = t % kWarpSize; i < cpg; i += kWarpSize) a += weighted[g * cpg + i], b += weighted[c + g * cpg + i];
+        a = warp_sum(a);
+        b = warp_sum(b);
+        if (t % kWarpSize == 0) group_parts[std::int64_t(item) * groups + g] = make_float2(a, b);
+      }
     }
     phases.lap(1);
   }
   grid_barrier(p.counters, 0);
   phases.lap(2);
 
-  // Phase 2: S1, S2 of every (sample, channel), a team of L lanes each (L a power of two, so
-  // that a team's parts are few): lanes add parts q = l, l + L, ... in order, then a fixed
-  // shuffle tree; the team's first lane writes.
-  {
-    int team_lanes = 1;
-    while (team_lanes < kWarpSize && (sg.parts + team_lanes - 1) / team_lanes > 8) team_lanes *= 2;
-    const std::int64_t pairs = std::int64_t(n_samples) * c, lanes_needed = pairs * team_lanes;
-    const int lane_id = t % kWarpSize, warps = B / kWarpSize;
-    const std::int64_t all_warps = std::int64_t(gridDim.x) * warps;
-    for (std::int64_t w0 = (std::int64_t(blockIdx.x) * warps + t / kWarpSize) * kWarpSize; w0 < lanes_needed;
-         w0 += all_warps * kWarpSize) {
-      const std::int64_t idx = w0 + lane_id, team = idx / team_lanes;
-      const int l = int(idx - team * team_lanes);
-      float a = 0.f, b = 0.f;
-      if (team < pairs) {
-        const int n = int(team / c), ch = int(team - std::int64_t(n) * c);
-        const float2* w = partials + std::int64_t(n) * sg.parts * c + ch;
-        constexpr int kBatch = 4;  // loads in flight before any is added
-        for (int q0 = l; q0 < sg.parts; q0 += kBatch * team_lanes) {
-          float2 v[kBatch];
-#pragma unroll
-          for (int u = 0; u < kBatch; ++u) {
-            const int q = q0 + u * team_lanes;
-            v[u] = q < sg.parts ? load_shared_partial(w + std::int64_t(q) * c) : make_float2(0.f, 0.f);
-          }
-#pragma unroll
-          for (int u = 0; u < kBatch; ++u) a += v[u].x, b += v[u].y;
-        }
-      }
-      for (int o = team_lanes / 2; o > 0; o /= 2) {
-        a += __shfl_xor(a, o, kWarpSize);
-        b += __shfl_xor(b, o, kWarpSize);
-      }
-      if (team < pairs && l == 0) totals[team] = make_float2(a, b);
-    }
-  }
-  phases.lap(3);
-  grid_barrier(p.counters, 1);
-  phases.lap(4);
-
-  // Phase 3a: dgamma = sum_n S2, dbeta = sum_n S1, a thread per channel, samples in order.
-  if (wants_channel_sums<Traits>(p))
-    for (int ch = int(blockIdx.x) * B + t; ch < c; ch += int(gridDim.x) * B) {
-      float a = 0.f, b = 0.f;
-      for (int n = 0; n < n_samples; ++n) {
-        const float2 v = load_shared_partial(totals + std::int64_t(n) * c + ch);
-        a += v.x, b += v.y;
-      }
-      static_cast<Gm*>(p.dgamma)[ch] = from_float<Gm>(b);
-      static_cast<Gm*>(p.dbeta)[ch] = from_float<Gm>(a);
-    }
-  if constexpr (kWritesDx<Traits>) stream_bwd_dx<Traits>(p, sg, affine, weighted, red, channels, phases);
-  else phases.lap(5);
+  // dgamma = sum S2, dbeta = sum S1 over every item, kWarpSize channels a workgroup at a time
+  // (before dx: after it, what they need was kept live through dx's loop, and bf16 spilled)
+  if (channel_sums)
+    for (int c0 = int(blockIdx.x) * kWarpSize; c0 < c; c0 += int(gridDim.x) * kWarpSize)
+      column_sums<B>(partials + c0, c, sg.items, c - c0 < kWarpSize ? c - c0 : kWarpSize, red, [&](int j, float a, float b) {
+        static_cast<Gm*>(p.dgamma)[c0 + j] = from_float<Gm>(b);
+        static_cast<Gm*>(p.dbeta)[c0 + j] = from_float<Gm>(a);
+      });
+  phases.lap(5);
+  if constexpr (kWritesDx<Traits>) stream_bwd_dx<Traits>(p, sg, red, weighted, channels, phases);
   phases.report("bwd_stream_cl");
 }
 
