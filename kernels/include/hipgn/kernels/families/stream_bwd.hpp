@@ -90,15 +90,15 @@ __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeome
     std::int64_t base;
     int r0, rows;
     const int n = sg.locate(p, item, base, r0, rows);
+    BwdChannel k[E][V];  // first: its loads fly beside the group sums'
+#pragma unroll
+    for (int j = 0; j < E; ++j) channels(n, j, k[j]);
     // the sample's A/M, B/M per group (into `weighted`, free since phase 1): its items' group sums
     // added, kWarpSize groups at a time (`red`, free since phase 1, their scratch)
     const float2* sums = group_parts + std::int64_t(n) * sg.parts * groups;
     for (int g0 = 0; g0 < groups; g0 += kWarpSize)
       column_sums<B>(sums + g0, groups, sg.parts, groups - g0 < kWarpSize ? groups - g0 : kWarpSize, red,
                      [&](int j, float a, float b) { weighted[g0 + j] = a * inv_m, weighted[groups + g0 + j] = b * inv_m; });
-    BwdChannel k[E][V];
-#pragma unroll
-    for (int j = 0; j < E; ++j) channels(n, j, k[j]);
     float dslope[E][V], dconst[E][V];  // dx = slope dy' + dslope (x - mean) + dconst
 #pragma unroll
     for (int j = 0; j < E; ++j) {
