@@ -79,7 +79,7 @@ __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeome
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread, U = kStreamUnroll;
   using T = typename Traits::XType;
   using VecT = Vec<T, V>;
-  const int groups = sg.groups, t = threadIdx.x, lane = sg.lane;
+  const int groups = sg.groups, lane = sg.lane;
   const int(&cols)[E] = sg.cols;
   const T* x = static_cast<const T*>(p.x);
   const T* dy = static_cast<const T*>(p.dy);
