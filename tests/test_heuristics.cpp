@@ -328,6 +328,20 @@ TEST(Heuristics, ResidentChannelsFirstPrefersFewerRoundsOfClusters) {
   EXPECT_EQ(sd->name(), four);
 }
 
+TEST(Heuristics, ResidentChannelsFirstTakesClustersOfUpTo8ThatFillTheDevice) {
+  // g16_32x640 (32 groups of 40960): 256 x 4, 5 slices and 160 items (8.6 us), not 256 x 2,
+  // 10 slices and 320 items (9.3), nor 256 x 8, 3 slices and 96 items (9.5); H100 (kResidentCfPortableSlices)
+  const char* want = "gn_fwd_f16_f16_cf_swish_resident_b256_v8_e4";
+  const Instance* inst = choose_named(Shape{2, 640, {32, 32}, 16}, Layout::channels_first,
+                                      {want, "gn_fwd_f16_f16_cf_swish_resident_b256_v8_e2", "gn_fwd_f16_f16_cf_swish_resident_b256_v8_e8"});
+  if (!inst) GTEST_SKIP() << "the preset lacks the resident 256 x 2, x 4 and x 8 instances";
+  EXPECT_EQ(inst->name(), want);
+  // layer_norm_32x64 (2 groups of 65536): no instance makes an item a compute unit; 256 x 2,
+  // 16 slices (6.2 us), before 256 x 4, 8 (6.7)
+  const char* two = "gn_fwd_f16_f16_cf_swish_resident_b256_v8_e2";
+  EXPECT_EQ(choose_named(Shape{2, 64, {32, 32}, 1}, Layout::channels_first, {two, want})->name(), two);
+}
+
 TEST(Heuristics, ChannelsFirstStreamForwardTakesOneWorkgroupACuUpTo192Kb) {
   // sd15_64x960 (15.7 MB, 119 KB a compute unit): 512 x e2; vae_256x512 (67 MB): 512 x e1
   for (const auto& [s, per_thread] : {std::pair{Shape{2, 960, {64, 64}, 32}, 2}, std::pair{Shape{1, 512, {256, 256}, 32}, 1}}) {
@@ -543,6 +557,14 @@ void expect_families(std::initializer_list<FamilyCase> cases, Layout layout, Op 
     if (c.avoid) EXPECT_NE(inst->spec().family, c.want) << inst->name();
     else EXPECT_EQ(inst->spec().family, c.want) << inst->name();
   }
+}
+
+// ... below 48 KB a compute unit (heuristics.cpp, kSplitClBwdWideBytesPerCu): det 25x42 C=2048
+// (8.6 MB, 65 KB) and SDXL 32x32 C=2560 (10.5 MB, 80 KB) stream (25.2 against split 26.1 us,
+// and level).
+TEST(Heuristics, ChannelsLastBackwardStreamsFewWideGroupsFrom48KbACu) {
+  expect_families({FamilyCase{{2, 2048, {25, 42}, 32}, Family::stream}, FamilyCase{{2, 2560, {32, 32}, 32}, Family::stream}},
+                  Layout::channels_last, Op::bwd);
 }
 
 // The channels-last backward of few groups (heuristics.cpp: the onchip rule, kSplitClBwdBytesPerCu;

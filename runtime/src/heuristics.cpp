@@ -41,6 +41,10 @@ constexpr std::int64_t kSplitCfFwdGroupElements = 61440;
 // The channels-last split forward where a group's C/G channels span at least this many bytes
 // (below).
 constexpr int kSplitClFwdRunBytes = 64;
+// The channels-first resident family's slices a group (a cluster's workgroups on sm_90) up to
+// which an instance goes first, where it makes an item a compute unit (better_resident): the
+// portable cluster size.
+constexpr std::int64_t kResidentCfPortableSlices = 8;
 // The channels-first forward's stream family from this many bytes of x a compute unit (below),
 // and up to which its instance of one 512-thread workgroup a compute unit (per_thread 2) wins.
 constexpr double kStreamCfFwdBytesPerCu = 60 << 10;
@@ -50,6 +54,8 @@ constexpr double kStreamBwdBytesPerCu = 32 << 10;
 // Below this many bytes of x a compute unit, the channels-last backward splits few groups at
 // any C; from it, the stream family takes them (below).
 constexpr double kSplitClBwdBytesPerCu = 8 << 10;
+// ... and few groups from C = 1024 of 16-byte vectors below this many (below).
+constexpr double kSplitClBwdWideBytesPerCu = 48 << 10;
 // From this many bytes of x a compute unit, the channels-first backward splits every group
 // (below).
 constexpr double kSplitCfBwdBytesPerCu = 32 << 10;
@@ -241,17 +247,20 @@ RuleTables sm_90() {
       // pure streams and pays ~15 us of fixed latency; from ~4 MB of x it beats the resident
       // family everywhere (vae_512x256 617 -> 251 us, sdxl_128x960 348 -> 135, sd15_64x320
       // 37.3 -> 26.2, r50_7x2048_n32 47.8 -> 39.1) except where few groups of 16-byte vectors
-      // split well below 96 KB a compute unit (sd15_32x1280 split 24.5 against 27.7;
-      // sdxl_32x2560 33.6 against 38.3; det_25x42x2048 28.7 against 32.4; sd15_16x2560 17.4
-      // against 22.8) from C = 1024: below, its first pass has too few workgroups, N*C/V
-      // column vectors of whole samples (vae_64x512, 64 of them: split 33.1 us, stream 25.5) ...
+      // from C = 1024 split below 48 KB a compute unit: since the stream backward's single
+      // barrier (bench/NOTES.md, "One barrier for the channels-last stream backward"; every
+      // instance, fp16 / bf16) sd15_32x1280, 40 KB, split 19.5 / 19.7 us against stream 20.4 /
+      // 20.0; det_25x42x2048, 65 KB, stream 25.2 / 24.9 against split 26.1 / 26.5; sdxl_32x2560,
+      // 80 KB, level (stream 31.9 / 30.9, split 31.3 / 30.8). Below C = 1024 the split pass
+      // has too few workgroups, N*C/V column vectors of whole samples (vae_64x512, 64 of them:
+      // split 33.1 us, stream 25.5) ...
       Rule{Family::split, 1.0, 4096, "channels-last, a small tensor, C >= 1024, 16-byte vectors: several workgroups per group",
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
-          .bytes_per_cu(0, kSmallBytesPerCu)
+          .bytes_per_cu(0, kSplitClBwdWideBytesPerCu)
           .vector_bytes(16)
           .channels_from(1024),
       // ... and, below 8 KB a compute unit (1 MB on 132), at any C and vector: there the
-      // resident family's per-sample exchange and the stream family's two grid barriers cost
+      // resident family's per-sample exchange and the stream family's grid barrier cost
       // more than the split family's second launch (measured on an H100, fp16 SiLU, L2-cold,
       // every instance, bench/results of 2026-11-26: sd15_16x640, 5 KB, C/G = 20: split 12.1 us
       // against stream 15.3 and resident 15.6), but not with a handful of groups, each split
@@ -378,7 +387,8 @@ std::int64_t resident_rounds(const InstanceSpec& s, std::int64_t items, const De
 //  3. channels-first: the fewest rounds of clusters (resident_rounds; the reason and the
 //     measurements at its use below); then workgroups of 256 threads, two or three to a
 //     compute unit, so that one's exchange overlaps another's loads (VAE 256x256 C=512:
-//     256 x 8, 111.7 us, 512 x 8, 116.3), and
+//     256 x 8, 111.7 us, 512 x 8, 116.3); then clusters of up to 8 that make an item a compute
+//     unit (the measurements at its use below), and
 //     among them the largest slice that still makes 1.5 items a compute unit (SD 64x64
 //     C=320: 256 x 4 with 320 items, 14.2 us, 256 x 8 with 192 (1.45 a compute unit), 14.9 us;
 //     SD 32x32 C=1920: 256 x 8 with 256 (1.94) 16.6 us, 256 x 4 with 512 22.6).
@@ -441,6 +451,16 @@ bool better_resident(const Instance& a, const Instance& b, const Problem& p, con
     if (ra > 1 && fa.slices != fb.slices) return fa.slices < fb.slices;
   }
   if ((x.block == 256) != (y.block == 256)) return x.block == 256;
+  // channels-first: clusters of at most kResidentCfPortableSlices where they still make an item
+  // a compute unit (g16_32x640, 32 groups of 40960: 256 x 4, 5 slices, 160 items, 8.6 / 8.5 us
+  // fp16 / bf16, against 256 x 2, 10 slices, 320 items, 9.3 / 9.2); past that size, every
+  // channels-first row of bench/results where a smaller cluster also made an item a compute unit
+  // was slower (sd15_64x640 256 x 4, 10 slices, 21.1 against 256 x 8, 5, 19.3; vae_64x512
+  // 256 x 2, 16, 12.0 against 256 x 4, 8, 10.4; sd15_32x1920, sd15_64x320, sd15_32x1280,
+  // sdxl_32x2560 the same way, det_25x42x2048 level)
+  const bool portable_a = fa.slices <= kResidentCfPortableSlices && fa.items() >= cus,
+             portable_b = fb.slices <= kResidentCfPortableSlices && fb.items() >= cus;
+  if (portable_a != portable_b) return portable_a;
   const bool two_a = 2 * fa.items() >= 3 * cus, two_b = 2 * fb.items() >= 3 * cus;  // 1.5 a compute unit
   if (two_a != two_b) return two_a;
   if (x.chunk_elements() != y.chunk_elements())
