@@ -90,7 +90,7 @@ __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeome
     std::int64_t base;
     int r0, rows;
     const int n = sg.locate(p, item, base, r0, rows);
-    BwdChannel k[E][V];  // first: its loads fly beside the group sums'
+    BwdChannel k[E][V];  // first: its loads fly beside the group sums' loads
 #pragma unroll
     for (int j = 0; j < E; ++j) channels(n, j, k[j]);
     // the sample's A/M, B/M per group (into `weighted`, free since phase 1): its items' group sums
