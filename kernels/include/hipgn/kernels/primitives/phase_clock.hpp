@@ -37,11 +37,17 @@ struct PhaseClock {
   // loads, whose first use the compiler may place after it
   template <typename H, int N>
   __device__ void lap_after(int i, const H (&held)[N]) {
-    static_assert(sizeof(H) % 4 == 0, "whole words");
+    static_assert(sizeof(H) % 4 == 0 || sizeof(H) == 2, "whole words, or one 16-bit value");
     for (int k = 0; k < N; ++k) {
-      unsigned w[sizeof(H) / 4];
-      __builtin_memcpy(w, &held[k], sizeof(H));
-      for (unsigned x : w) asm volatile("" ::"r"(x));
+      if constexpr (sizeof(H) == 2) {
+        unsigned short w;
+        __builtin_memcpy(&w, &held[k], sizeof(H));
+        asm volatile("" ::"h"(w));
+      } else {
+        unsigned w[sizeof(H) / 4];
+        __builtin_memcpy(w, &held[k], sizeof(H));
+        for (unsigned x : w) asm volatile("" ::"r"(x));
+      }
     }
     lap(i);
   }

@@ -128,11 +128,13 @@ __device__ __forceinline__ void store_vec(T* p, const float (&in)[N]) {
 // A vector's bytes as 32-bit words, to hold in registers a word each: a Vec of 16-bit elements
 // is split into 16-bit values, a register each, once the compiler takes its struct apart (the
 // channels-last onchip backward's 512 x 2 x 32 in bf16 spilled 282 bytes holding Vecs, none
-// holding words; bench/NOTES.md, "The channels-last onchip backward by rows").
+// holding words; bench/NOTES.md, "The channels-last onchip backward by rows"). A 2-byte vector
+// (one 16-bit element: the full preset's vector-1 instances) is one 16-bit word.
 template <typename VecT>
 struct alignas(sizeof(VecT)) Bits {
-  static_assert(sizeof(VecT) % 4 == 0, "whole words");
-  unsigned w[sizeof(VecT) / 4];
+  static_assert(sizeof(VecT) % 4 == 0 || sizeof(VecT) == 2, "whole words, or one 16-bit value");
+  using Word = std::conditional_t<sizeof(VecT) % 4 == 0, unsigned, unsigned short>;
+  Word w[sizeof(VecT) / sizeof(Word)];
 };
 template <typename VecT>
 __device__ __forceinline__ VecT from_bits(const Bits<VecT>& b) {
