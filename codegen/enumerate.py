@@ -50,6 +50,10 @@ PRESETS = {
         ("looped", 256, "max", 4),
         ("looped", 512, "max", 4),
         ("looped", 256, 2, 4),
+        # 1024-element slices for tiny tensors of few large groups (layer_norm_32x64, 2 groups of
+        # 65536: 5.5 us against 8192-element slices' 6.5 and the resident family's 6.2;
+        # bench/NOTES.md, "Small slices for the split forward")
+        ("split", 128, "max", 1),
         ("split", 256, "max", 4),
         ("split", 256, "max", 8),
         ("split", 256, 2, 16),

@@ -336,10 +336,20 @@ TEST(Heuristics, ResidentChannelsFirstTakesClustersOfUpTo8ThatFillTheDevice) {
                                       {want, "gn_fwd_f16_f16_cf_swish_resident_b256_v8_e2", "gn_fwd_f16_f16_cf_swish_resident_b256_v8_e8"});
   if (!inst) GTEST_SKIP() << "the preset lacks the resident 256 x 2, x 4 and x 8 instances";
   EXPECT_EQ(inst->name(), want);
-  // layer_norm_32x64 (2 groups of 65536): no instance makes an item a compute unit; 256 x 2,
-  // 16 slices (6.2 us), before 256 x 4, 8 (6.7)
-  const char* two = "gn_fwd_f16_f16_cf_swish_resident_b256_v8_e2";
-  EXPECT_EQ(choose_named(Shape{2, 64, {32, 32}, 1}, Layout::channels_first, {two, want})->name(), two);
+}
+
+TEST(Heuristics, SplitForwardTakesSmallSlicesOnlyForTinyTensors) {
+  // layer_norm_32x64 (2 groups of 65536, 0.26 MB: 2 KB a compute unit), both layouts: 128 x 1,
+  // 1024-element slices (5.5 us against 256 x 4's 6.5, and channels-first the resident
+  // family's 6.2); vae_64x512 (32 groups of 65536, 4.2 MB) and g16_32x640 channels-last:
+  // 256 x 4, 8192-element slices (kSplitFwdSmallSliceElements)
+  const char* small = "gn_fwd_f16_f16_cf_swish_split_b128_v8_e1";
+  if (!choose_named(Shape{2, 64, {32, 32}, 1}, Layout::channels_first, {small, "gn_fwd_f16_f16_cf_swish_split_b256_v8_e4"}))
+    GTEST_SKIP() << "the preset lacks the split 128 x 1 and 256 x 4 forwards";
+  EXPECT_EQ(choose(Shape{2, 64, {32, 32}, 1}, Layout::channels_first)->name(), small);
+  EXPECT_EQ(choose(Shape{2, 64, {32, 32}, 1}, Layout::channels_last)->name(), "gn_fwd_f16_f16_cl_swish_split_b128_v8_e1");
+  EXPECT_EQ(choose(Shape{1, 512, {64, 64}, 32}, Layout::channels_first)->name(), "gn_fwd_f16_f16_cf_swish_split_b256_v8_e4");
+  EXPECT_EQ(choose(Shape{2, 640, {32, 32}, 16}, Layout::channels_last)->name(), "gn_fwd_f16_f16_cl_swish_split_b256_v8_e4");
 }
 
 TEST(Heuristics, ChannelsFirstStreamForwardTakesOneWorkgroupACuUpTo192Kb) {

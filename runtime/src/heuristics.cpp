@@ -38,6 +38,9 @@ constexpr std::int64_t kOnchipClFwdEightByteFromElements = 4096;
 constexpr std::int64_t kOnchipClBwdFourByteFromElements = 8192;
 // The split forward from groups of this many elements, channels-first (below).
 constexpr std::int64_t kSplitCfFwdGroupElements = 61440;
+// The split forward's slices below this many elements go first below kTinyBytesPerCu of x a
+// compute unit, last from it (better()).
+constexpr std::int64_t kSplitFwdSmallSliceElements = 4096;
 // The channels-last split forward where a group's C/G channels span at least this many bytes
 // (below).
 constexpr int kSplitClFwdRunBytes = 64;
@@ -197,11 +200,12 @@ RuleTables sm_90() {
       // 40960 (sd15_64x320 12.6 / 13.0 against resident 11.0 / 11.0, sd15_32x1280 12.7 / 12.9
       // against 11.4 / 11.2, g16_32x640 8.9 / 9.1 against 8.7 / 8.7), nor larger tensors
       // (sd15_64x960, 15.7 MB, 23.4 / 23.9 against stream 22.7 / 23.6; vae_128x512 24.2 / 24.1
-      // against 22.8 / 23.7), nor below 8 KB a compute unit (layer_norm_32x64, 2 groups, 0.3
-      // MB: 6.6 / 6.6 against resident 6.2 / 6.2).
+      // against 22.8 / 23.7); below 8 KB a compute unit with 1024-element slices (layer_norm_32x64,
+      // 2 groups, 0.3 MB: 128 x 1 5.5 us against resident 6.2; bench/NOTES.md, "Small slices
+      // for the split forward").
       Rule{Family::split, 1.0, kSplitCfFwdGroupElements, "channels-first, a small tensor of few large groups: several workgroups per group, the second pass from L2",
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsFirst}
-          .bytes_per_cu(kTinyBytesPerCu, kSmallBytesPerCu)
+          .bytes_per_cu(0, kSmallBytesPerCu)
           .vector_bytes(16)
           .only({DataType::f16, DataType::bf16}),
       // Channels-first from 60 KB of x a compute unit (7.9 MB on 132). Measured on an H100,
@@ -579,6 +583,16 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     // the channels-first backward: 256 threads over 128, where both hold the group
     // (instance_norm_32x64 5.4 us against 5.6)
     return x.block > y.block;
+  }
+  if (x.family == Family::split && p.op == Op::fwd && x.chunk_elements() != y.chunk_elements()) {
+    // the forward's slices of 1024 elements (128 x 1) where the tensor is tiny: its few groups
+    // in 8192-element slices leave most compute units idle (layer_norm_32x64, 2 groups, 0.3 MB:
+    // 5.48 / 5.56 us channels-first / last against 256 x 4's 6.47 / 7.1); from 8 KB a compute
+    // unit the slices of 8192 and more first, as below (g16_32x640 channels-last 9.73 against
+    // 128 x 1's 9.97; vae_64x512 9.68 against 11.70); H100, fp16, L2-cold, bench.py --best
+    const bool small_a = x.chunk_elements() < kSplitFwdSmallSliceElements,
+               small_b = y.chunk_elements() < kSplitFwdSmallSliceElements;
+    if (small_a != small_b) return small_a == (bytes_per_cu(p, cus) < kTinyBytesPerCu);
   }
   const int order = describe(x.family).chunk_order;
   if (order == 0) return better_resident(a, b, p, dev);
