@@ -9,7 +9,6 @@
 #pragma once
 
 #include <cstdint>
-#include <type_traits>
 
 #include "hipgn/kernels/primitives/activation.hpp"
 #include "hipgn/kernels/primitives/backward.hpp"
@@ -130,7 +129,7 @@ struct Batch {
     // after each load, a use before the next load again (bf16 split forwards 1.2-1.3x fp16's
     // time; the same in the stream forward: bench/NOTES.md, "bf16's stream loads one at a time")
     using VecT = Vec<typename Traits::XType, V>;
-    using Raw = std::conditional_t<sizeof(VecT) % 4 == 0, Bits<VecT>, VecT>;  // (a 2-byte vector as it is)
+    using Raw = Bits<VecT>;
     const auto* x = static_cast<const typename Traits::XType*>(p.x);
     Raw raw[U];
 #pragma unroll
@@ -148,8 +147,7 @@ struct Batch {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       if (has(u)) {
-        if constexpr (std::is_same_v<Raw, VecT>) widen(raw[u], v[u]);
-        else widen(from_bits(raw[u]), v[u]);
+        widen(from_bits(raw[u]), v[u]);
       }
       else
 #pragma unroll
