@@ -23,11 +23,16 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 NAME = re.compile(r"gn_([a-z]+)_(f32|f16|bf16)_(f32|f16|bf16)_(cf|cl)_([a-z]+)_([a-z]+)_b(\d+)_v(\d+)_e(\d+)$")
 
 
-def generate(preset: str, out: pathlib.Path) -> list:
-    """The preset's instance names, their .inc files written under `out` (codegen --generate)."""
-    subprocess.run([sys.executable, "-m", "codegen", "--generate", "--preset", preset, "--out-dir", str(out)],
-                   cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
-    return sorted(p.stem for p in (out / "instances").glob("gn_*.inc"))
+def instances(preset: str, out: pathlib.Path, write: bool) -> list:
+    """The preset's instance names (codegen --list), their .inc files written under `out` where
+    `write` (codegen --generate)."""
+    mode = "--generate" if write else "--list"
+    r = subprocess.run([sys.executable, "-m", "codegen", mode, "--preset", preset, "--out-dir", str(out)],
+                       cwd=ROOT, check=True, capture_output=True, text=True)
+    if write:
+        return sorted(p.stem for p in (out / "instances").glob("gn_*.inc"))
+    paths = [pathlib.PurePosixPath(line) for line in r.stdout.split()]
+    return sorted(p.stem for p in paths if p.parent.name == "instances" and p.name.startswith("gn_"))
 
 
 def combination(name: str):
@@ -64,9 +69,9 @@ def main() -> int:
         return 1
     work = build / "full-preset-check"
     shutil.rmtree(work, ignore_errors=True)
-    default = {combination(n) for n in generate("default", work / "default")}
+    default = {combination(n) for n in instances("default", work / "default", write=False)}
     picks = {}
-    for n in generate("full", work / "full"):
+    for n in instances("full", work / "full", write=True):
         c = combination(n)
         if c and c not in default and "swish" in n:
             picks.setdefault(c, n)
