@@ -438,6 +438,8 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
   k.last_group_elements = last * hw;
   k.spatial_size = hw;
   k.spatial = FastDivmod::make(std::uint64_t(hw));
+  k.groups_div = FastDivmod::make(std::uint64_t(p.groups));
+  k.group_rcp = 1.0 / double(p.group_elements());
   k.phase = phase_of(p, t, spec_.vector);
   {
     const std::size_t bytes = std::size_t(spec_.vector) * size_of(p.gamma_dtype);
@@ -458,7 +460,6 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
     k.slices = std::int32_t(r.slices);
     k.items = r.items();
     k.slices_div = FastDivmod::make(std::uint64_t(r.slices));
-    k.groups_div = FastDivmod::make(std::uint64_t(p.groups));
     k.cpg_div = FastDivmod::make(std::uint64_t(cg));
     k.slice_vectors = spec_.block * spec_.per_thread;
     k.row_lanes = r.row_lanes;
@@ -474,7 +475,6 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
   }
   if (describe(spec_.family).streams) {
     // both layouts: the barrier counters first in the workspace, then the exchanged partials
-    k.groups_div = FastDivmod::make(std::uint64_t(p.groups));
     k.counters = static_cast<std::uint32_t*>(workspace);
     k.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + counter_words_bytes(kStreamCounterWords));
   }
@@ -486,7 +486,6 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
     k.slice_vectors = std::int32_t(chunk);
     k.slices_div = FastDivmod::make(std::uint64_t(chunk));
     k.spatial_rcp = 1.0 / double(hw);
-    k.group_rcp = 1.0 / double(p.group_elements());
     k.channels_rcp = 1.0 / double(p.c);
     k.affine_rows = std::int32_t(stream_cf_affine_rows(chunk, spec_.vector, hw));
     // one wave, the tensor, unless its launcher finds it more than the workgroups hold

@@ -169,7 +169,7 @@ struct Params {
   // and its generation a unit: unit_counter_words).
   std::int64_t items;
   FastDivmod slices_div;           // item -> (unit, slice) without a 64-bit division
-  FastDivmod groups_div;           // group -> (sample, group of the sample)
+  FastDivmod groups_div;           // group -> (sample, group of the sample); every family
   FastDivmod cpg_div;              // channel -> its group (C/G)
   // (these three and phase: set for every family)
   std::int64_t group_elements;     // M = C/G * spatial
@@ -221,7 +221,8 @@ struct Params {
   std::int32_t wave_groups;
   // 1 / spatial_size, 1 / group_elements and 1 / C as doubles, for the channels-first stream
   // forward's floor_div: a multiply where a double division is a subroutine on the chains
-  // before its first loads and before its merges.
+  // before its first loads and before its merges. group_rcp is set for every family (the
+  // onchip forward's 1 / count); the other two for the stream family.
   double spatial_rcp, group_rcp, channels_rcp;
   // The channels-first split backward (families/split.hpp): its first pass's units; with pieces
   // > 1 they write [N, C, pieces] (S1, S2) pairs to `partials`, folded into the workspace's

@@ -289,8 +289,9 @@ __device__ __forceinline__ void fwd_onchip_columns(const Params& p, std::int64_t
 // q % block, kPerThread of them a thread. Mean and variance are two exact passes over registers.
 // Even channels-first groups are consecutive runs of C/G x HW elements, so vector q is at
 // group * group_stride + q * V: x's address waits on no division (the group's sample, for its
-// channels, and q's channel row, for gamma and beta, are off that chain), and 1 / count is formed
-// while x is in flight (bench/NOTES.md, "The small channels-first forward's prologue").
+// channels, and q's channel row, for gamma and beta, are off that chain), and 1 / count is the
+// host's (Params::group_rcp; bench/NOTES.md, "The small channels-first forward's prologue" and
+// "The small forward, piece by piece").
 template <typename Traits>
 __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, const GroupView<Traits>& view, std::int64_t group) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
@@ -332,7 +333,7 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, const GroupV
   if constexpr (kOnchipWidenAfterLoads<Traits>)
 #pragma unroll
     for (int e = 0; e < E; ++e) widen_and_add(e, threadIdx.x + e * B < p.vectors);
-  const float inv_count = 1.f / float(p.vectors * V);
+  const float inv_count = float(p.group_rcp);  // p.vectors * V elements: even groups' aligned bodies
   const float mean = block_sum<B>(sum) * inv_count;
   float sq = 0.f;
 #pragma unroll
@@ -367,7 +368,7 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, const GroupV
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_kernel(Params p) {
   const std::int64_t group = blockIdx.x;
-  const GroupView<Traits> view(p, group);
+  const GroupView<Traits> view(p, group, group_sample_by_multiply(p, group));
   if constexpr (Traits::kLayout == Layout::channels_last) fwd_onchip_rows<Traits>(p, view, group);
   else fwd_onchip_aligned<Traits>(p, view, group);
 }
@@ -380,7 +381,7 @@ inline constexpr bool kOnchipSpans =
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_span_kernel(Params p) {
   const std::int64_t group = blockIdx.x;
-  fwd_onchip_span<Traits>(p, GroupView<Traits>(p, group), group);
+  fwd_onchip_span<Traits>(p, GroupView<Traits>(p, group, group_sample_by_multiply(p, group)), group);
 }
 
 // Family onchip, channels-last groups narrower than the vector: a workgroup a column. A kernel

@@ -17,6 +17,15 @@ namespace hipgn::kernels {
 __device__ __forceinline__ std::int64_t group_sample(const Params& p, std::int64_t group) {
   return std::int64_t(std::uint32_t(group) / std::uint32_t(p.groups_per_sample));
 }
+// ... and by the host's multiply-high for G (Params::groups_div): the onchip forward's, whose
+// gamma and beta loads waited on the division's ~25 dependent instructions (bench/NOTES.md, "The
+// small forward, piece by piece"). Not elsewhere: its multiplier and shift took the split
+// forward's stats kernel from 63 to 70 registers (three 256-thread workgroups a compute unit
+// where four ran: vae_64x512 9.5 -> 11.6 us) and made ptxas spill 8-32 bytes in eight looped
+// and onchip backward kernels.
+__device__ __forceinline__ std::int64_t group_sample_by_multiply(const Params& p, std::int64_t group) {
+  return std::int64_t(p.groups_div.div31(std::uint32_t(group)));
+}
 
 // The channel (of its group) and spatial position of consecutive elements of a channels-first
 // group, from one division at the first and a step per element after it: a vector of a span
@@ -67,8 +76,11 @@ struct GroupView {
   // each kept the looped backward's registers past its budget (ptxas spilled).
   bool last;
 
-  __device__ __forceinline__ GroupView(const Params& p, std::int64_t group) {
-    const std::int64_t n = group_sample(p, group), g = group - n * p.groups_per_sample;
+  __device__ __forceinline__ GroupView(const Params& p, std::int64_t group)
+      : GroupView(p, group, group_sample(p, group)) {}
+  // with the group's sample n found by the caller
+  __device__ __forceinline__ GroupView(const Params& p, std::int64_t group, std::int64_t n) {
+    const std::int64_t g = group - n * p.groups_per_sample;
     base = n * p.sample_stride + g * p.group_stride;
     channel0 = g * p.channels_per_group;
     last = kUneven<Traits> && g == p.groups_per_sample - 1;
