@@ -54,6 +54,10 @@ PRESETS = {
         # 65536: 5.5 us against 8192-element slices' 6.5 and the resident family's 6.2;
         # bench/NOTES.md, "Small slices for the split forward")
         ("split", 128, "max", 1),
+        # 4096-element slices where 8192 leave compute units idle or overrun a wave
+        # (runtime/src/heuristics.cpp, better(); bench/NOTES.md, "Slices of 4096 for the split
+        # forward")
+        ("split", 128, "max", 4),
         ("split", 256, "max", 4),
         ("split", 256, "max", 8),
         ("split", 256, 2, 16),

@@ -341,15 +341,30 @@ TEST(Heuristics, ResidentChannelsFirstTakesClustersOfUpTo8ThatFillTheDevice) {
 TEST(Heuristics, SplitForwardTakesSmallSlicesOnlyForTinyTensors) {
   // layer_norm_32x64 (2 groups of 65536, 0.26 MB: 2 KB a compute unit), both layouts: 128 x 1,
   // 1024-element slices (5.5 us against 256 x 4's 6.5, and channels-first the resident
-  // family's 6.2); vae_64x512 (32 groups of 65536, 4.2 MB) and g16_32x640 channels-last:
-  // 256 x 4, 8192-element slices (kSplitFwdSmallSliceElements)
+  // family's 6.2); vae_64x512 (32 groups of 65536, 4.2 MB): 256 x 4, 8192-element slices
+  // (kSplitFwdSmallSliceElements; the next test has the 4096-element slices)
   const char* small = "gn_fwd_f16_f16_cf_swish_split_b128_v8_e1";
   if (!choose_named(Shape{2, 64, {32, 32}, 1}, Layout::channels_first, {small, "gn_fwd_f16_f16_cf_swish_split_b256_v8_e4"}))
     GTEST_SKIP() << "the preset lacks the split 128 x 1 and 256 x 4 forwards";
   EXPECT_EQ(choose(Shape{2, 64, {32, 32}, 1}, Layout::channels_first)->name(), small);
   EXPECT_EQ(choose(Shape{2, 64, {32, 32}, 1}, Layout::channels_last)->name(), "gn_fwd_f16_f16_cl_swish_split_b128_v8_e1");
   EXPECT_EQ(choose(Shape{1, 512, {64, 64}, 32}, Layout::channels_first)->name(), "gn_fwd_f16_f16_cf_swish_split_b256_v8_e4");
-  EXPECT_EQ(choose(Shape{2, 640, {32, 32}, 16}, Layout::channels_last)->name(), "gn_fwd_f16_f16_cl_swish_split_b256_v8_e4");
+}
+
+TEST(Heuristics, SplitForwardTakes4096ElementSlicesOutsideTheBandOf8192) {
+  // the 8192-element grid's workgroups a compute unit (132 here): g16_32x640 1.2 and
+  // det_25x42x2048 4.4, sdxl_32x2560 4.8 (past a wave of four): 128 x 4; vae_64x512 1.9
+  // (channels-first) and sd15_32x1280 2.4: 256 x 4 (kSplitFwdCoarseFromSlicesPerCu, kSplitFwdCoarseBelowSlicesPerCu)
+  const char* fine = "gn_fwd_f16_f16_cl_swish_split_b128_v8_e4";
+  const char* coarse = "gn_fwd_f16_f16_cl_swish_split_b256_v8_e4";
+  if (!choose_named(Shape{2, 640, {32, 32}, 16}, Layout::channels_last, {fine, coarse}))
+    GTEST_SKIP() << "the preset lacks the split 128 x 4 and 256 x 4 forwards";
+  EXPECT_EQ(choose(Shape{2, 640, {32, 32}, 16}, Layout::channels_last)->name(), fine);
+  EXPECT_EQ(choose(Shape{2, 2048, {25, 42}, 32}, Layout::channels_last)->name(), fine);
+  EXPECT_EQ(choose(Shape{2, 2560, {32, 32}, 32}, Layout::channels_last)->name(), fine);
+  EXPECT_EQ(choose(Shape{2, 2560, {32, 32}, 32}, Layout::channels_first)->name(), "gn_fwd_f16_f16_cf_swish_split_b128_v8_e4");
+  EXPECT_EQ(choose(Shape{1, 512, {64, 64}, 32}, Layout::channels_first)->name(), "gn_fwd_f16_f16_cf_swish_split_b256_v8_e4");
+  EXPECT_EQ(choose(Shape{2, 1280, {32, 32}, 32}, Layout::channels_last)->name(), coarse);
 }
 
 TEST(Heuristics, ChannelsFirstStreamForwardTakesOneWorkgroupACuUpTo192Kb) {

@@ -41,6 +41,12 @@ constexpr std::int64_t kSplitCfFwdGroupElements = 61440;
 // The split forward's slices below this many elements go first below kTinyBytesPerCu of x a
 // compute unit, last from it (better()).
 constexpr std::int64_t kSplitFwdSmallSliceElements = 4096;
+// The split forward's slices of this many elements or more go first where they make from
+// kSplitFwdCoarseFromSlicesPerCu up to kSplitFwdCoarseBelowSlicesPerCu workgroups a compute
+// unit, last elsewhere (better()).
+constexpr std::int64_t kSplitFwdCoarseSliceElements = 8192;
+constexpr double kSplitFwdCoarseFromSlicesPerCu = 1.5;
+constexpr double kSplitFwdCoarseBelowSlicesPerCu = 4.0;
 // The channels-last split forward where a group's C/G channels span at least this many bytes
 // (below).
 constexpr int kSplitClFwdRunBytes = 64;
@@ -593,6 +599,24 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     const bool small_a = x.chunk_elements() < kSplitFwdSmallSliceElements,
                small_b = y.chunk_elements() < kSplitFwdSmallSliceElements;
     if (small_a != small_b) return small_a == (bytes_per_cu(p, cus) < kTinyBytesPerCu);
+    // 4096-element slices (128 x 4) against 8192 (256 x 4; H100, bench.py --best, fp16 / bf16,
+    // L2-cold; bench/NOTES.md, "Slices of 4096 for the split forward"): where the 8192-element
+    // grid leaves compute units idle (g16_32x640, 1.2 workgroups a compute unit: channels-last
+    // 9.04 / 9.18 us against 9.75 / 9.94) and where it is past the one wave of 256-thread
+    // workgroups (64 registers) that a compute unit holds, 4 (det_25x42x2048 channels-last, 4.4:
+    // 16.62 / 17.08 against 18.28 / 18.68; sdxl_32x2560, 4.8: 18.30 / 18.61 against 19.32 /
+    // 19.48, channels-first 16.56 / 17.03 against 16.92 / 17.20; sd15_64x640 channels-first 16.47
+    // / 16.68 against 16.99 / 17.20), halving the tail, the smaller slices win; between, the
+    // larger (vae_64x512, 1.9: channels-first 9.77 / 9.97 against 10.28 / 10.31, channels-last
+    // 12.13 / 12.45 against 12.75 / 13.04; sd15_32x1280 channels-last, 2.4: 12.57 / 12.70 against
+    // 13.01 / 13.20; sd15_32x1920 channels-first, 3.9: 13.73 / 14.19 against 13.75 / 14.13).
+    const bool coarse_a = x.chunk_elements() >= kSplitFwdCoarseSliceElements,
+               coarse_b = y.chunk_elements() >= kSplitFwdCoarseSliceElements;
+    if (coarse_a != coarse_b) {
+      const std::int64_t slices = (p.group_elements() + kSplitFwdCoarseSliceElements - 1) / kSplitFwdCoarseSliceElements;
+      const double per_cu = double(p.num_groups()) * double(slices) / cus;
+      return coarse_a == (per_cu >= kSplitFwdCoarseFromSlicesPerCu && per_cu < kSplitFwdCoarseBelowSlicesPerCu);
+    }
   }
   const int order = describe(x.family).chunk_order;
   if (order == 0) return better_resident(a, b, p, dev);
