@@ -145,6 +145,12 @@ def make_set(torch, n, c, spatial, g, dtype, layout, backward):
     return s
 
 
+def set_count(l2, x_bytes, backward):
+    """How many tensor sets a timed graph rotates over: more than 3x the L2 of traffic (x and y,
+    or x, dy and dx), 2 to 256 of them."""
+    return max(2, min(256, math.ceil(3 * l2 / (x_bytes * (3 if backward else 2)))))
+
+
 def graph_time_us(torch, fn, sets, replays=15):
     """Median time of fn(set) per set, with fn over every set captured in one graph."""
     stream = torch.cuda.Stream()
@@ -329,7 +335,7 @@ def main():
         elems = n * c * math.prod(spatial)
         bytes_ = elems * dtype.itemsize
         backward = "bwd" in a.ops
-        k = max(2, min(256, math.ceil(3 * l2 / (bytes_ * (3 if backward else 2)))))
+        k = set_count(l2, bytes_, backward)
         sets = [make_set(torch, n, c, spatial, g, dtype, layout, backward) for _ in range(k)]
         copy_cold, copy_warm = timings(torch, lambda s: s["y"].copy_(s["x"]), sets, sets[0])
         for op in a.ops.split(","):

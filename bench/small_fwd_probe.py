@@ -33,7 +33,7 @@ def main():
     p = hg.problem("fwd", n, c, spatial, g, dtype, "cf")
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     bytes_ = n * c * math.prod(spatial) * 2
-    k = max(2, min(256, math.ceil(3 * l2 / (bytes_ * 2))))  # bench.py's count
+    k = bench.set_count(l2, bytes_, False)
     sets = [bench.make_set(torch, n, c, spatial, g, dtype, "cf", False) for _ in range(k)]
     P = ctypes.c_void_p
 
@@ -54,8 +54,8 @@ def main():
         timed["compile"] = bench.peer_fns(torch, g, True)[0]
     print(f"{k} sets; us a launch, L2-cold, graph replay (bench.py's method)")
     for r in range(a.rounds):
-        print(f"round {r}: " + ", ".join(f"{name} {bench.graph_time_us(torch, fn, sets):.3f}" for name, fn in timed.items()),
-              flush=True)
+        times = [f"{name} {bench.graph_time_us(torch, fn, sets):.3f}" for name, fn in timed.items()]
+        print(f"round {r}: " + ", ".join(times), flush=True)
 
 
 if __name__ == "__main__":

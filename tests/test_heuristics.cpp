@@ -362,8 +362,10 @@ TEST(Heuristics, SplitForwardTakes4096ElementSlicesOutsideTheBandOf8192) {
   EXPECT_EQ(choose(Shape{2, 640, {32, 32}, 16}, Layout::channels_last)->name(), fine);
   EXPECT_EQ(choose(Shape{2, 2048, {25, 42}, 32}, Layout::channels_last)->name(), fine);
   EXPECT_EQ(choose(Shape{2, 2560, {32, 32}, 32}, Layout::channels_last)->name(), fine);
-  EXPECT_EQ(choose(Shape{2, 2560, {32, 32}, 32}, Layout::channels_first)->name(), "gn_fwd_f16_f16_cf_swish_split_b128_v8_e4");
-  EXPECT_EQ(choose(Shape{1, 512, {64, 64}, 32}, Layout::channels_first)->name(), "gn_fwd_f16_f16_cf_swish_split_b256_v8_e4");
+  EXPECT_EQ(choose(Shape{2, 2560, {32, 32}, 32}, Layout::channels_first)->name(),
+            "gn_fwd_f16_f16_cf_swish_split_b128_v8_e4");
+  EXPECT_EQ(choose(Shape{1, 512, {64, 64}, 32}, Layout::channels_first)->name(),
+            "gn_fwd_f16_f16_cf_swish_split_b256_v8_e4");
   EXPECT_EQ(choose(Shape{2, 1280, {32, 32}, 32}, Layout::channels_last)->name(), coarse);
 }
 

@@ -613,7 +613,8 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     const bool coarse_a = x.chunk_elements() >= kSplitFwdCoarseSliceElements,
                coarse_b = y.chunk_elements() >= kSplitFwdCoarseSliceElements;
     if (coarse_a != coarse_b) {
-      const std::int64_t slices = (p.group_elements() + kSplitFwdCoarseSliceElements - 1) / kSplitFwdCoarseSliceElements;
+      const std::int64_t slices =
+          (p.group_elements() + kSplitFwdCoarseSliceElements - 1) / kSplitFwdCoarseSliceElements;
       const double per_cu = double(p.num_groups()) * double(slices) / cus;
       return coarse_a == (per_cu >= kSplitFwdCoarseFromSlicesPerCu && per_cu < kSplitFwdCoarseBelowSlicesPerCu);
     }
