@@ -49,7 +49,7 @@ constexpr double kSplitFwdCoarseFromSlicesPerCu = 1.5;
 constexpr double kSplitFwdCoarseBelowSlicesPerCu = 4.0;
 // The channels-last split forward where a group's C/G channels span at least this many bytes
 // (below).
-constexpr int kSplitClFwdRunBytes = 64;
+constexpr int kSplitClFwdRunBytes = 32;
 // The channels-first resident family's slices a group (a cluster's workgroups on sm_90) up to
 // which an instance goes first, where it makes an item a compute unit (better_resident): the
 // portable cluster size.
@@ -103,15 +103,17 @@ RuleTables sm_90() {
       Rule{Family::onchip, kAny, 0, "channels-last, a small tensor: a workgroup per group of up to 32K elements",
            32768, Rule::kChannelsLast}
           .bytes_per_cu(0, kSmallBytesPerCu),
-      // ... and past 32K elements, few groups whose C/G channels are 64 bytes or more of 16-byte
+      // ... and past 32K elements, few groups whose C/G channels are 32 bytes or more of 16-byte
       // vectors: the split family's two launches, the second reading x from L2 (since its
       // batches load at once and sum over registers: bench/NOTES.md, "The split forward's
       // chain"; H100, fp16 / bf16 SiLU, L2-cold, bench.py --best, 2026-11-27): sd15_32x1280 (80
       // bytes) 12.7 / 12.8 us against resident 13.6 / 13.8, sdxl_32x2560 (160) 18.8 / 19.7
       // against 22.8 / 23.3, det_25x42x2048 (128) 18.2 / 18.6 against 19.9 / 20.1, g16_32x640
       // (80) 9.8 / 10.1 against 11.1 / 11.1, layer_norm_32x64 (128) 7.2 / 7.3 against 8.1 / 8.2;
-      // not 32-byte runs (vae_64x512, C/G = 16: 12.1-13.0 against 12.6-12.8 over three runs) ...
-      Rule{Family::split, 1.0, 0, "channels-last, a small tensor of few large groups, runs of 64 bytes or more: several workgroups per group",
+      // and 32-byte runs (vae_64x512, C/G = 16: 256 x 4 12.15 / 12.37 against resident 12.88 /
+      // 12.91; 12.07 / 12.42 against 12.71 / 12.91 in another run of 2026-11-27, ninth session;
+      // 12.1-13.0 against 12.6-12.8 over three runs before the split forward's batches) ...
+      Rule{Family::split, 1.0, 0, "channels-last, a small tensor of few large groups, runs of 32 bytes or more: several workgroups per group",
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
           .bytes_per_cu(0, kSmallBytesPerCu)
           .vector_bytes(16)
