@@ -14,34 +14,19 @@ import argparse
 import concurrent.futures
 import os
 import pathlib
-import re
 import shutil
 import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-NAME = re.compile(r"gn_([a-z]+)_(f32|f16|bf16)_(f32|f16|bf16)_(cf|cl)_([a-z]+)_([a-z]+)_b(\d+)_v(\d+)_e(\d+)$")
+sys.path.insert(0, str(ROOT))
+from codegen import enumerate as enum  # noqa: E402
+from codegen import render  # noqa: E402
 
 
-def instances(preset: str, out: pathlib.Path, write: bool) -> list:
-    """The preset's instance names (codegen --list), their .inc files written under `out` where
-    `write` (codegen --generate)."""
-    mode = "--generate" if write else "--list"
-    r = subprocess.run([sys.executable, "-m", "codegen", mode, "--preset", preset, "--out-dir", str(out)],
-                       cwd=ROOT, check=True, capture_output=True, text=True)
-    if write:
-        return sorted(p.stem for p in (out / "instances").glob("gn_*.inc"))
-    paths = [pathlib.PurePosixPath(line) for line in r.stdout.split()]
-    return sorted(p.stem for p in paths if p.parent.name == "instances" and p.name.startswith("gn_"))
-
-
-def combination(name: str):
+def combination(s):
     """(op, x dtype, layout, family, vector) of an instance of x's own gamma dtype, else None."""
-    m = NAME.match(name)
-    if not m or m.group(2) != m.group(3):
-        return None
-    op, x, _, layout, _, family, _, vector, _ = m.groups()
-    return op, x, layout, family, vector
+    return (s.op, s.x_dtype, s.layout, s.family, s.vector) if s.gamma_dtype == s.x_dtype else None
 
 
 def compile_one(name: str, gen: pathlib.Path, build: pathlib.Path) -> tuple:
@@ -69,14 +54,18 @@ def main() -> int:
         return 1
     work = build / "full-preset-check"
     shutil.rmtree(work, ignore_errors=True)
-    default = {combination(n) for n in instances("default", work / "default", write=False)}
+    (work / "instances").mkdir(parents=True)
+    default = {combination(s) for s in enum.enumerate_specs("default")}
     picks = {}
-    for n in instances("full", work / "full", write=True):
-        c = combination(n)
-        if c and c not in default and "swish" in n:
-            picks.setdefault(c, n)
+    for s in sorted(enum.enumerate_specs("full"), key=lambda s: s.name):
+        c = combination(s)
+        if c and c not in default and s.act == "swish":
+            picks.setdefault(c, s)
+    for rel, text in render.render_all(list(picks.values()), {}).items():
+        if rel.startswith("instances/"):
+            (work / rel).write_text(text)
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
-        results = list(pool.map(lambda n: compile_one(n, work / "full", build), sorted(picks.values())))
+        results = list(pool.map(lambda n: compile_one(n, work, build), sorted(s.name for s in picks.values())))
     failed = [(n, err) for n, rc, err in results if rc != 0]
     for n, err in failed:
         print(f"check_full_preset: {n} does not compile:\n{err[-2000:]}")
