@@ -136,6 +136,27 @@ struct Params {
   const void* beta;   // may be null: shift 0
   float* mean;        // [N, G]; forward: may be null (not written); backward: read
   float* rstd;        // [N, G]
+
+  // What the grid families' kernels read on the chain from their launch to their last store (a
+  // group's sample and channels, x's offset, 1 / count, eps, Swish's beta), in the 64-byte
+  // constant-cache lines right after the pointers above: each line a kernel touches first is a
+  // miss on the chain of every workgroup of a compute unit's first wave. Spread over six lines,
+  // they made the onchip forward of 128 groups of 1024 elements 0.065 us slower (2.72 against
+  // 2.66 us, H100; bench/NOTES.md, "The small forward's constant lines and saved statistics").
+  std::int64_t groups_per_sample;  // G
+  std::int64_t channels_per_group; // C / G
+  std::int64_t group_stride;       // elements between groups of a sample: C/G * spatial or C/G
+  std::int64_t vectors;            // vectors in one group: rows * cols / vector
+  FastDivmod vectors_per_row;      // cols / vector
+  FastDivmod groups_div;           // group -> (sample, group of the sample); every family
+  double group_rcp;                // 1 / group_elements; every family (the onchip forward's 1 / count)
+  float eps;
+  float swish_beta;
+  std::int32_t num_groups;         // N * G: the grid's x (families with a grid of groups)
+  std::int32_t slices;             // split: workgroups per group; resident: slices per unit
+  std::int64_t sample_stride;      // elements between samples: C * spatial
+  std::int64_t row_stride;         // a group is rows x cols; channels-first: spatial, last: C
+
   const void* dy;     // backward
   void* dx;           // backward data; may be null (dgb)
   void* dgamma;       // backward gamma/beta; may be null (dx, or affine off)
@@ -144,13 +165,6 @@ struct Params {
 
   std::int64_t channels;           // C
 
-  std::int64_t groups_per_sample;  // G
-  std::int64_t channels_per_group; // C / G
-  std::int64_t sample_stride;      // elements between samples: C * spatial
-  std::int64_t group_stride;       // elements between groups of a sample: C/G * spatial or C/G
-  std::int64_t row_stride;         // a group is rows x cols; channels-first: spatial, last: C
-  std::int64_t vectors;            // vectors in one group: rows * cols / vector
-  FastDivmod vectors_per_row;      // cols / vector
   // Uneven groups (Problem::uneven_groups; the families whose kernels take UnevenGroups<Traits>,
   // primitives/view.hpp): the last group of a sample's channels, vectors, vectors a row and elements;
   // the other groups' values (channels_per_group, vectors, ...) where the groups are even
@@ -158,10 +172,6 @@ struct Params {
   std::int64_t last_vectors;
   FastDivmod last_vectors_per_row;
   std::int64_t last_group_elements;
-  std::int32_t num_groups;         // N * G: the grid's x (families with a grid of groups)
-  std::int32_t slices;             // split: workgroups per group; resident: slices per unit
-  float eps;
-  float swish_beta;
 
   // The resident family: a persistent grid walks items = units x slices, a unit being a group
   // (channels-first) or chunk_channels of a sample (channels-last); the slices of a unit
@@ -169,9 +179,8 @@ struct Params {
   // and its generation a unit: unit_counter_words).
   std::int64_t items;
   FastDivmod slices_div;           // item -> (unit, slice) without a 64-bit division
-  FastDivmod groups_div;           // group -> (sample, group of the sample); every family
   FastDivmod cpg_div;              // channel -> its group (C/G)
-  // (these three and phase: set for every family)
+  // (these, groups_div and phase: set for every family)
   std::int64_t group_elements;     // M = C/G * spatial
   std::int64_t spatial_size;       // HW
   FastDivmod spatial;              // channels-first: channel of a group-relative element
@@ -219,11 +228,10 @@ struct Params {
   // hold whole, so x is read from memory once however large the tensor; wave_groups = N * G:
   // one wave, the tensor (stream_fwd_cf.hpp).
   std::int32_t wave_groups;
-  // 1 / spatial_size, 1 / group_elements and 1 / C as doubles, for the channels-first stream
+  // 1 / spatial_size and 1 / C as doubles (and group_rcp above), for the channels-first stream
   // forward's floor_div: a multiply where a double division is a subroutine on the chains
-  // before its first loads and before its merges. group_rcp is set for every family (the
-  // onchip forward's 1 / count); the other two for the stream family.
-  double spatial_rcp, group_rcp, channels_rcp;
+  // before its first loads and before its merges; set for the stream family.
+  double spatial_rcp, channels_rcp;
   // The channels-first split backward (families/split.hpp): its first pass's units; with pieces
   // > 1 they write [N, C, pieces] (S1, S2) pairs to `partials`, folded into the workspace's
   // [N, C] pairs before the second pass.
