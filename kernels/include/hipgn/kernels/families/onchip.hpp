@@ -93,7 +93,7 @@ __device__ __forceinline__ void fwd_onchip_span(const Params& p, const GroupView
     }
   }
   const float rstd = rsqrtf(block_sum<B>(sq) / count + p.eps);
-  if (t == 0) save_stats(p, group, mean, rstd);
+  save_stats(p, group, mean, rstd, t == 0);
 #pragma unroll
   for (int e = 0; e < E; ++e) {
     const int q = t + e * B;
@@ -186,7 +186,7 @@ __device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView
     }
   }
   const float rstd = rsqrtf(block_sum<B>(sq) / count + p.eps);
-  if (t == 0) save_stats(p, group, mean, rstd);
+  save_stats(p, group, mean, rstd, t == 0);
   float scale[V];
 #pragma unroll
   for (int i = 0; i < V; ++i) scale[i] = gamma[i] * rstd;
@@ -344,7 +344,7 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, const GroupV
     }
   }
   const float rstd = rsqrtf(block_sum<B>(sq) * inv_count + p.eps);
-  if (threadIdx.x == 0) save_stats(p, group, mean, rstd);
+  save_stats(p, group, mean, rstd, threadIdx.x == 0);
 #pragma unroll
   for (int e = 0; e < E; ++e) {
     const int q = threadIdx.x + e * B;

@@ -78,6 +78,22 @@ __device__ __forceinline__ T load_or(const T* base, std::int64_t i, T absent) {
   return base ? base[i] : absent;
 }
 
+// base[i] = v where `writer` holds and base is not null. On NVIDIA one predicated store, no
+// branch: behind `if (writer) if (base)` the writer's wavefront waited at the branch's end for
+// the pointer's constant loads, their compare and the store's address, on the chain before its
+// last stores (the onchip forward of 128 groups of 1024 elements, 0.05 us of 2.7; bench/NOTES.md,
+// "The small forward's constant lines and saved statistics").
+__device__ __forceinline__ void store_if(float* base, std::int64_t i, float v, bool writer) {
+#if defined(__CUDA_ARCH__)
+  // (the condition as one 32-bit operand: the pointer and the flag as two kept a 64-register
+  // onchip forward one register short, and it spilled)
+  const unsigned store = writer && base != nullptr;
+  asm volatile("{ .reg .pred q; setp.ne.u32 q, %2, 0; @q st.global.f32 [%0], %1; }" :: "l"(base + i), "f"(v), "r"(store));
+#else
+  if (writer && base) base[i] = v;
+#endif
+}
+
 // Vectors widened to fp32 and narrowed back, two elements a conversion instruction where the
 // target has one.
 template <typename T, int N>

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "hipgn/kernels/primitives/vector.hpp"
 #include "hipgn/params.hpp"
 #include "hipgn/platform.hpp"
 
@@ -106,10 +107,19 @@ struct GroupView {
   }
 };
 
-// The forward's optional saved statistics, [N, G] fp32.
+// The forward's optional saved statistics, [N, G] fp32: where the caller has already chosen the
+// thread (its own branch, or a loop over groups), a branch on each pointer.
 __device__ __forceinline__ void save_stats(const Params& p, std::int64_t group, float mean, float rstd) {
   if (p.mean) p.mean[group] = mean;
   if (p.rstd) p.rstd[group] = rstd;
+}
+// The same by the thread where `writer` holds, with no branch (store_if): for the onchip forward,
+// whose writer's wavefront otherwise waits at the branch's end on its chain. (Not everywhere: in
+// the channels-last resident forward's loop over groups it cost ptxas a register, 4 more bytes
+// of spill loads.)
+__device__ __forceinline__ void save_stats(const Params& p, std::int64_t group, float mean, float rstd, bool writer) {
+  store_if(p.mean, group, mean, writer);
+  store_if(p.rstd, group, rstd, writer);
 }
 
 }  // namespace hipgn::kernels
