@@ -180,7 +180,7 @@ struct Params {
   std::int64_t items;
   FastDivmod slices_div;           // item -> (unit, slice) without a 64-bit division
   FastDivmod cpg_div;              // channel -> its group (C/G)
-  // (these, groups_div and phase: set for every family)
+  // (these three and phase: set for every family)
   std::int64_t group_elements;     // M = C/G * spatial
   std::int64_t spatial_size;       // HW
   FastDivmod spatial;              // channels-first: channel of a group-relative element
