@@ -6,20 +6,21 @@
 // the hardware keeps a cluster's at most 16 workgroups co-resident in one GPC.
 //
 // The target trait: HIPGN_CLUSTERS says whether the device pass has clusters (NVIDIA sm_90 and
-// later); cluster_launch_max() whether the host may launch one, and how large (nvcc's build on
-// a device of compute capability 9 or more). Elsewhere (AMD, older NVIDIA) the slices keep the
-// portable path, the exchange through the workspace (exchange.hpp: arrive_and_wait); the kernels
-// take the cluster path only when the launcher says so (Params::cluster).
+// later); cluster_launch_max() whether the host may launch one, and how large (hipgn/clusters.hpp:
+// the NVIDIA build on a device of compute capability 9 or more). Elsewhere (AMD, older NVIDIA)
+// the slices keep the portable path, the exchange through the workspace (exchange.hpp:
+// arrive_and_wait); the kernels take the cluster path only when the launcher says so
+// (Params::cluster). The onchip forward's parts of a group have no portable path: the runtime
+// asks for them only where clusters launch (Instance::onchip_parts).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <map>
 #include <mutex>
-#include <string>
 #include <tuple>
 
+#include "hipgn/clusters.hpp"
 #include "hipgn/kernels/primitives/bulk.hpp"
 #include "hipgn/kernels/primitives/exchange.hpp"
 #include "hipgn/kernels/primitives/reduce.hpp"
@@ -32,12 +33,6 @@
 #endif
 
 namespace hipgn::kernels {
-
-// The most workgroups one cluster may have: 8 is every sm_90 part's guarantee ("portable");
-// an H100 also runs 16 (kClusterSlicesMax) once the kernel opts in, which the launcher asks for
-// and checks with the occupancy query (a part or a shared-memory size that cannot gets the
-// portable path).
-inline constexpr int kClusterPortable = 8;
 
 #if defined(HIPGN_CLUSTERS)
 
@@ -53,6 +48,24 @@ __device__ __forceinline__ void cluster_sync() {
 // A cluster barrier without memory ordering: no workgroup passes until all arrived.
 __device__ __forceinline__ void cluster_barrier_relaxed() {
   asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+}
+// The same barrier in its two halves, so that work goes on between them: after dsmem::init, the
+// arrival (the init's fence orders it) early and the wait just before the first push.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
+
+// This workgroup's cluster in the grid, and its rank in it (a one-dimensional grid of clusters).
+__device__ __forceinline__ unsigned cluster_index() {
+  unsigned v;
+  asm("mov.u32 %0, %%clusterid.x;" : "=r"(v));
+  return v;
+}
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned v;
+  asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(v));
+  return v;
 }
 
 // The pieces of a pushed exchange. A workgroup's pair lands in a peer's shared memory by
@@ -154,41 +167,13 @@ struct ClusterPairs {
 };
 #endif
 
-// Host: the most workgroups a cluster this build may launch on the current device has (0: no
-// clusters), asked once per device. HIPGN_CLUSTERS in the environment (read once): 0 keeps every
-// launch on the portable path (the GPU tests run the resident family both ways, and the
-// benchmark compares them); `portable`, clusters of up to kClusterPortable workgroups only
-// (compute-sanitizer's synccheck reports errors on larger ones that the other tools and the
-// results do not bear out: bench/NOTES.md, "Chunks of a sample"; scripts/gpu_check.sh).
-inline int cluster_launch_max() {
-#if defined(__NVCC__)
-  static const int allowed = [] {
-    const char* v = std::getenv("HIPGN_CLUSTERS");
-    const std::string s = v ? v : "";
-    return s == "0" ? 0 : s == "portable" ? kClusterPortable : kClusterSlicesMax;
-  }();
-  if (allowed == 0) return 0;
-  static std::mutex mutex;
-  static std::map<int, bool> known;
-  int device = 0;
-  if (hipGetDevice(&device) != hipSuccess) return 0;
-  std::lock_guard<std::mutex> lock(mutex);
-  const auto it = known.find(device);
-  if (it != known.end()) return it->second ? allowed : 0;
-  int major = 0;
-  const bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && major >= 9;
-  return (known[device] = ok) ? allowed : 0;
-#else
-  return 0;
-#endif
-}
-
-// Launches `kernel` as a persistent grid of clusters of `cluster` workgroups (the slices of a
-// unit, Params::cluster = 1): as many clusters as the device holds at once (the occupancy
-// query, asked once per shape), never more than `units`. Returns false, launching nothing,
-// when the device cannot hold one such cluster (then the caller takes the portable path).
+// Launches `kernel` as a grid of clusters of `cluster` workgroups (the slices of a unit,
+// Params::cluster = 1). Persistent: as many clusters as the device holds at once (the occupancy
+// query, asked once per shape), never more than `units`, each walking units; otherwise one
+// cluster a unit, which the hardware schedules as others finish. Returns false, launching
+// nothing, when the device cannot hold one such cluster (then the caller takes the portable path).
 inline bool launch_clusters(void (*kernel)(Params), const Params& p, int block, std::size_t smem, int cluster,
-                            std::int64_t units, hipStream_t stream, hipError_t* result) {
+                            std::int64_t units, hipStream_t stream, hipError_t* result, bool persistent = true) {
 #if defined(__NVCC__)
   if (cluster < 2 || cluster > cluster_launch_max()) return false;
   cudaLaunchAttribute attr{};
@@ -233,13 +218,14 @@ inline bool launch_clusters(void (*kernel)(Params), const Params& p, int block, 
     cache[key] = active;
   }
   if (active == 0) return false;
-  config.gridDim = dim3(unsigned((units < active ? units : active) * cluster));
+  config.gridDim = dim3(unsigned((persistent && active < units ? active : units) * cluster));
   Params copy = p;
   copy.cluster = 1;
   *result = cudaLaunchKernelEx(&config, kernel, copy);
   return true;
 #else
-  (void)kernel, (void)p, (void)block, (void)smem, (void)cluster, (void)units, (void)stream, (void)result;
+  (void)kernel, (void)p, (void)block, (void)smem, (void)cluster, (void)units, (void)stream, (void)result,
+      (void)persistent;
   return false;
 #endif
 }
