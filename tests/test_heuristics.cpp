@@ -7,6 +7,7 @@
 #include <random>
 
 #include "corpus.hpp"
+#include "hipgn/clusters.hpp"
 #include "hipgn/dispatcher.hpp"
 #include "hipgn/family.hpp"
 #include <cmath>
@@ -67,6 +68,11 @@ bool built(Family f, DataType dt = DataType::f16, Layout layout = Layout::channe
     if (i->spec().family == f) return true;
   return false;
 }
+
+// Whether this device launches thread-block clusters, which hold the channels-last onchip
+// forward's large groups in parts (Instance::onchip_parts): without a GPU, or with
+// HIPGN_CLUSTERS=0, it does not, and those groups take the other families.
+bool clusters() { return cluster_launch_max() >= 2; }
 
 // Whether some built instance of family f supports the problem (presets differ in reach).
 bool reaches(Family f, const Shape& s, Layout layout, Op op = Op::fwd) {
@@ -272,7 +278,7 @@ TEST(Heuristics, OnchipForwardSpreadsTheGroupOverTheMostThreadsThatEachGetAVecto
 TEST(Heuristics, OnchipChannelsLastForwardTakesEightByteVectorsForLargeGroups) {
   // from 4096 elements a group, 8-byte vectors before 16-byte ones: SD 16x16 C=1280 (10240) and
   // SD 8x8 C=2560 (5120) 512 x 4 x 8, SD 16x16 C=2560 (20480) 1024 x 4 x 8 (the one 8-byte
-  // instance that holds it); SD 8x8 C=1280 (2560) keeps 16-byte vectors, 256 x 8 x 2, and below
+  // instance that holds it whole); SD 8x8 C=1280 (2560) keeps 16-byte vectors, 256 x 8 x 2, and below
   // 4096 elements 4-byte vectors come before 8-byte ones too (tiny, C/G = 4: 256 x 2 x 8)
   const char* v4 = "gn_fwd_f16_f16_cl_swish_onchip_b512_v4_e8";
   const char* v4_1024 = "gn_fwd_f16_f16_cl_swish_onchip_b1024_v4_e8";
@@ -282,7 +288,11 @@ TEST(Heuristics, OnchipChannelsLastForwardTakesEightByteVectorsForLargeGroups) {
   if (!mid) GTEST_SKIP() << "the preset lacks the onchip 8-byte and 16-byte instances";
   EXPECT_EQ(mid->name(), v4);
   EXPECT_EQ(choose_named(Shape{2, 2560, {8, 8}, 32}, Layout::channels_last, {v4})->name(), v4);
-  EXPECT_EQ(choose_named(Shape{2, 2560, {16, 16}, 32}, Layout::channels_last, {v4_1024})->name(), v4_1024);
+  // (where the device has clusters, 256 x 4 x 8 in three parts fills its slots most: the test
+  // of large groups below)
+  const char* v4_parts = "gn_fwd_f16_f16_cl_swish_onchip_b256_v4_e8";
+  EXPECT_EQ(choose_named(Shape{2, 2560, {16, 16}, 32}, Layout::channels_last, {v4_1024, v4_parts})->name(),
+            clusters() ? v4_parts : v4_1024);
   EXPECT_EQ(choose_named(Shape{2, 1280, {8, 8}, 32}, Layout::channels_last, {v8_small})->name(), v8_small);
   const char* v2_tiny = "gn_fwd_f16_f16_cl_swish_onchip_b256_v2_e8";
   EXPECT_EQ(choose_named(Shape{1, 32, {8, 8}, 8}, Layout::channels_last, {v2_tiny, "gn_fwd_f16_f16_cl_swish_onchip_b256_v4_e8"})->name(),
@@ -347,7 +357,10 @@ TEST(Heuristics, SplitForwardTakesSmallSlicesOnlyForTinyTensors) {
   if (!choose_named(Shape{2, 64, {32, 32}, 1}, Layout::channels_first, {small, "gn_fwd_f16_f16_cf_swish_split_b256_v8_e4"}))
     GTEST_SKIP() << "the preset lacks the split 128 x 1 and 256 x 4 forwards";
   EXPECT_EQ(choose(Shape{2, 64, {32, 32}, 1}, Layout::channels_first)->name(), small);
-  EXPECT_EQ(choose(Shape{2, 64, {32, 32}, 1}, Layout::channels_last)->name(), "gn_fwd_f16_f16_cl_swish_split_b128_v8_e1");
+  // (channels-last, where the device has clusters, the onchip forward in 8 parts a group: 5.4 /
+  // 5.3 us fp16 / bf16; bench/NOTES.md, "A group in parts")
+  EXPECT_EQ(choose(Shape{2, 64, {32, 32}, 1}, Layout::channels_last)->name(),
+            clusters() ? "gn_fwd_f16_f16_cl_swish_onchip_b256_v4_e8" : "gn_fwd_f16_f16_cl_swish_split_b128_v8_e1");
   EXPECT_EQ(choose(Shape{1, 512, {64, 64}, 32}, Layout::channels_first)->name(), "gn_fwd_f16_f16_cf_swish_split_b256_v8_e4");
 }
 
@@ -359,14 +372,18 @@ TEST(Heuristics, SplitForwardTakes4096ElementSlicesOutsideTheBandOf8192) {
   const char* coarse = "gn_fwd_f16_f16_cl_swish_split_b256_v8_e4";
   if (!choose_named(Shape{2, 640, {32, 32}, 16}, Layout::channels_last, {fine, coarse}))
     GTEST_SKIP() << "the preset lacks the split 128 x 4 and 256 x 4 forwards";
-  EXPECT_EQ(choose(Shape{2, 640, {32, 32}, 16}, Layout::channels_last)->name(), fine);
-  EXPECT_EQ(choose(Shape{2, 2048, {25, 42}, 32}, Layout::channels_last)->name(), fine);
+  // (the channels-last ones below 72 KB a compute unit take the onchip forward in parts where
+  // the device has clusters: SmallChannelsLastTensorsOfLargeGroupsTakeAClusterAGroup)
+  if (!clusters()) {
+    EXPECT_EQ(choose(Shape{2, 640, {32, 32}, 16}, Layout::channels_last)->name(), fine);
+    EXPECT_EQ(choose(Shape{2, 2048, {25, 42}, 32}, Layout::channels_last)->name(), fine);
+    EXPECT_EQ(choose(Shape{2, 1280, {32, 32}, 32}, Layout::channels_last)->name(), coarse);
+  }
   EXPECT_EQ(choose(Shape{2, 2560, {32, 32}, 32}, Layout::channels_last)->name(), fine);
   EXPECT_EQ(choose(Shape{2, 2560, {32, 32}, 32}, Layout::channels_first)->name(),
             "gn_fwd_f16_f16_cf_swish_split_b128_v8_e4");
   EXPECT_EQ(choose(Shape{1, 512, {64, 64}, 32}, Layout::channels_first)->name(),
             "gn_fwd_f16_f16_cf_swish_split_b256_v8_e4");
-  EXPECT_EQ(choose(Shape{2, 1280, {32, 32}, 32}, Layout::channels_last)->name(), coarse);
 }
 
 TEST(Heuristics, ChannelsFirstStreamForwardTakesOneWorkgroupACuUpTo192Kb) {
@@ -477,19 +494,55 @@ TEST(Heuristics, SmallChannelsLastTensorsOfWideGroupsSplit) {
   // det 25x42 C=2048 (8.6 MB, 65 KB a compute unit, C/G = 64), sdxl 32x32 C=2560 (78 KB, C/G =
   // 80), sd15_32x1280 (C/G = 40), g16_32x640 (C/G = 40) and layer_norm_32x64 (C/G = 64, a tiny
   // tensor), vae_64x512 (C/G = 16, 32-byte runs, 31 KB): split (kSplitClFwdRunBytes); not at
-  // C/G = 20 (sd15_64x640, 78 KB) or 60 (sd15_32x1920, 58 KB), which stream
+  // C/G = 20 (sd15_64x640, 78 KB) or 60 (sd15_32x1920, 58 KB), which stream. Where the device
+  // has clusters, those below 72 KB a compute unit are the onchip family's, in parts (the test
+  // below); sdxl 32x32 C=2560 still splits.
   const Layout cl = Layout::channels_last;
   if (!reaches(Family::split, {2, 2048, {25, 42}, 32}, cl) || !reaches(Family::stream, {2, 640, {64, 64}, 32}, cl))
     GTEST_SKIP() << "no split or stream instance of this build reaches the shapes";
-  for (const Shape& s : {Shape{2, 2048, {25, 42}, 32}, Shape{2, 2560, {32, 32}, 32}, Shape{2, 1280, {32, 32}, 32},
-                         Shape{2, 640, {32, 32}, 16}, Shape{2, 64, {32, 32}, 1}, Shape{1, 512, {64, 64}, 32}}) {
+  std::vector<Shape> split = {Shape{2, 2560, {32, 32}, 32}};
+  if (!clusters())
+    for (const Shape& s : {Shape{2, 2048, {25, 42}, 32}, Shape{2, 1280, {32, 32}, 32}, Shape{2, 640, {32, 32}, 16},
+                           Shape{2, 64, {32, 32}, 1}, Shape{1, 512, {64, 64}, 32}})
+      split.push_back(s);
+  for (const Shape& s : split) {
     const Instance* inst = choose(s, cl);
     ASSERT_NE(inst, nullptr);
     EXPECT_EQ(inst->spec().family, Family::split) << inst->name();
     EXPECT_EQ(inst->spec().vector, 8) << inst->name();
   }
   EXPECT_EQ(choose({2, 640, {64, 64}, 32}, cl)->spec().family, Family::stream);
-  EXPECT_EQ(choose({2, 1920, {32, 32}, 32}, cl)->spec().family, Family::stream);
+  if (!clusters()) EXPECT_EQ(choose({2, 1920, {32, 32}, 32}, cl)->spec().family, Family::stream);
+}
+
+TEST(Heuristics, SmallChannelsLastTensorsOfLargeGroupsTakeAClusterAGroup) {
+  // where the device has clusters, groups past what one workgroup holds, below 72 KB of x a
+  // compute unit, with 8-byte vectors: the onchip forward in parts, the instance whose slots
+  // the part fills most, then the fewest parts, or the most below a group a quarter of the
+  // compute units (bench/NOTES.md, "A group in parts"): sd15_32x1920 1024 x 4 x 8 in 2 parts,
+  // sd15_32x1280 512 x 4 x 8 in 3, vae_64x512 (32 groups) 256 x 4 x 8 in 8; sd15_16x1280 (10240
+  // elements) 512 x 4 x 8 whole; not sd15_64x320 (C/G = 10: 4-byte vectors), which stays
+  // resident, nor sdxl 32x32 C=2560 (78 KB), which splits
+  if (!clusters()) GTEST_SKIP() << "the device has no thread-block clusters (or HIPGN_CLUSTERS=0)";
+  const Layout cl = Layout::channels_last;
+  struct Case {
+    Shape s;
+    const char* want;
+    int parts;
+  };
+  for (const Case& c : {Case{Shape{2, 1920, {32, 32}, 32}, "gn_fwd_f16_f16_cl_swish_onchip_b1024_v4_e8", 2},
+                        Case{Shape{2, 1280, {32, 32}, 32}, "gn_fwd_f16_f16_cl_swish_onchip_b512_v4_e8", 3},
+                        Case{Shape{1, 512, {64, 64}, 32}, "gn_fwd_f16_f16_cl_swish_onchip_b256_v4_e8", 8},
+                        Case{Shape{2, 1280, {16, 16}, 32}, "gn_fwd_f16_f16_cl_swish_onchip_b512_v4_e8", 1}}) {
+    if (!Registry::global().find(c.want)) continue;  // a smaller preset
+    const Instance* inst = choose(c.s, cl);
+    ASSERT_NE(inst, nullptr);
+    EXPECT_EQ(inst->name(), c.want);
+    const Problem p = make_problem(c.s, DataType::f16, DataType::f16, cl, Activation::swish);
+    EXPECT_EQ(inst->onchip_parts(p).parts, c.parts) << inst->name();
+  }
+  EXPECT_NE(choose({2, 320, {64, 64}, 32}, cl)->spec().family, Family::onchip);
+  EXPECT_EQ(choose({2, 2560, {32, 32}, 32}, cl)->spec().family, Family::split);
 }
 
 TEST(Heuristics, SmallChannelsLastTensorsGoResident) {

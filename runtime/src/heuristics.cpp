@@ -27,6 +27,9 @@ constexpr double kSmallBytesPerCu = 96 << 10;
 constexpr double kTinyBytesPerCu = 8 << 10;
 // The channels-last forward's resident family below this many bytes of x a compute unit (below).
 constexpr double kResidentClFwdBytesPerCu = 48 << 10;
+// The channels-last forward's onchip family in parts below this many bytes of x a compute unit
+// (below).
+constexpr double kOnchipPartsClFwdBytesPerCu = 72 << 10;
 // The onchip forward's (and channels-last backward's) most threads a workgroup where fewer hold
 // the group too (better()).
 constexpr int kOnchipMostThreads = 512;
@@ -103,6 +106,19 @@ RuleTables sm_90() {
       Rule{Family::onchip, kAny, 0, "channels-last, a small tensor: a workgroup per group of up to 32K elements",
            32768, Rule::kChannelsLast}
           .bytes_per_cu(0, kSmallBytesPerCu),
+      // ... and past 32K elements, below 72 KB of x a compute unit, a thread-block cluster a
+      // group where the device has them and C/G takes 8-byte vectors or wider: the onchip
+      // forward in parts (fwd_onchip_parts_kernel, Instance::onchip_parts; H100, fp16 SiLU,
+      // L2-cold, bench.py --best, 2026-11-28; bench/NOTES.md, "A group in parts"):
+      // sd15_32x1920 (58 KB) 13.6 us against stream 19.6, sd15_32x1280 10.2 against split 12.5,
+      // vae_64x512 9.0-10.5 against split 12.2, g16_32x640 7.3-8.1 against split 8.9,
+      // det_25x42x2048 (64 KB) 16.2 against 16.5; not sdxl_32x2560 (78 KB: 18.3-20.6 against
+      // split 18.3), nor C/G of 4-byte vectors (sd15_64x320, C/G = 10: 15.7 against resident
+      // 14.0) ...
+      Rule{Family::onchip, kAny, 0, "channels-last, a small tensor of large groups: a thread-block cluster a group",
+           std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
+          .bytes_per_cu(0, kOnchipPartsClFwdBytesPerCu)
+          .vector_bytes(8),
       // ... and past 32K elements, few groups whose C/G channels are 32 bytes or more of 16-byte
       // vectors: the split family's two launches, the second reading x from L2 (since its
       // batches load at once and sum over registers: bench/NOTES.md, "The split forward's
@@ -535,6 +551,26 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     if ((x.vector == 2) != (y.vector == 2)) return x.vector == 2;
   }
   if (x.vector != y.vector) return x.vector > y.vector;
+  if (x.family == Family::onchip && p.op == Op::fwd && p.layout == Layout::channels_last &&
+      p.group_elements() >= kOnchipPartsFromElements) {
+    // groups that may be held in parts (Instance::onchip_parts): the instance whose slots the
+    // group's part fills most (in eighths); then the fewest parts, or the most where the groups
+    // are fewer than a quarter of the compute units. H100, fp16 / bf16 SiLU, L2-cold, bench.py
+    // --best, 2026-11-28 (bench/NOTES.md, "A group in parts"): sd15_32x1920 1024 x 4 x 8 in 2
+    // parts 13.6 us against 512 x 4 x 8 in 4 16.2 and 256 x 4 x 8 in 8 14.7 (the three fill
+    // 94%); sd15_32x1280 512 x 4 x 8 in 3 (83%) 10.2 against 1024 x 4 x 8 in 2 (62%) 10.9 and
+    // 256 x 4 x 8 in 6 (83%) 12.6; sd15_16x1280 512 x 4 x 8 in 1 (62%) 5.3 against 256 x 4 x 8
+    // in 2 (62%) 5.9; but vae_64x512, 32 groups, 256 x 4 x 8 in 8 8.8 against 512 x 4 x 8 in
+    // 4 10.3 (both 100%).
+    const Instance::OnchipParts pa = a.onchip_parts(p), pb = b.onchip_parts(p);
+    const auto eighths = [&](const InstanceSpec& s, const Instance::OnchipParts& q) {
+      const std::int64_t held = std::int64_t(s.block) * s.per_thread * s.vector;
+      return 8 * p.channels_per_group() * q.part_rows / held;
+    };
+    const std::int64_t fa = eighths(x, pa), fb = eighths(y, pb);
+    if (fa != fb) return fa > fb;
+    if (pa.parts != pb.parts) return (4 * p.num_groups() < cus) == (pa.parts > pb.parts);
+  }
   if (describe(x.family).streams && p.op == Op::fwd) {
     // Channels-first: per_thread 2 (one workgroup of 512 threads a compute unit, ~190 KB of x
     // held) up to 192 KB of x a compute unit (sd15_64x640 19.8 us against 20.3 at two;

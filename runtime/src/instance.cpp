@@ -1,9 +1,11 @@
 // Support checks, workspace and launch of an instance.
 #include "hipgn/instance.hpp"
+#include "hipgn/clusters.hpp"
 #include "hipgn/op.hpp"
 
 #include <algorithm>
 #include <climits>
+#include <limits>
 #include <cstdint>
 #include <tuple>
 #include <cstdio>
@@ -160,6 +162,28 @@ Instance::StreamItems Instance::stream_items(const Problem& p, int compute_units
   return s;
 }
 
+Instance::OnchipParts Instance::onchip_parts(const Problem& p) const {
+  OnchipParts r;
+  if (spec_.family != Family::onchip || p.op != Op::fwd || p.layout != Layout::channels_last ||
+      onchip_cl_columns(p.channels_per_group(), spec_.vector) || p.channels_per_group() % spec_.vector != 0)
+    return r;
+  const std::int64_t rows = p.spatial_size();
+  const std::int64_t held = onchip_cl_rows(spec_.block, spec_.per_thread, p.channels_per_group() / spec_.vector);
+  const std::int64_t need = held > 0 ? ceil_div(rows, held) : std::numeric_limits<std::int64_t>::max();
+  r.part_rows = rows;
+  if (need == 1) return r;
+  // as few parts as hold the group, only for groups of kOnchipPartsFromElements or more, and no
+  // more than a portable cluster has
+  const int most = std::min(cluster_launch_max(), kClusterPortable);
+  if (p.group_elements() < kOnchipPartsFromElements || need > most) {
+    r.parts = 0;
+    return r;
+  }
+  r.part_rows = ceil_div(rows, need);  // balanced: no part of a few rows, none empty
+  r.parts = int(ceil_div(rows, r.part_rows));
+  return r;
+}
+
 int Instance::slices(const Problem& p) const {
   const std::int64_t chunk = spec_.chunk_elements();
   const std::int64_t s = (p.group_elements() + chunk - 1) / chunk;
@@ -233,16 +257,23 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
                 " channels are not a multiple of the vector " + std::to_string(v));
     if (std::string m = misaligned(p, t, v); !m.empty()) return no(std::move(m));
   }
-  if (family.holds_group && p.group_elements() > spec_.chunk_elements())
+  const OnchipParts parts = onchip_parts(p);
+  if (family.holds_group && parts.parts == 1 && p.group_elements() > spec_.chunk_elements())
     return no("the group's " + std::to_string(p.group_elements()) + " elements exceed the " +
               std::to_string(spec_.chunk_elements()) + " held on chip");
   if (family.rows_channels_last && p.layout == Layout::channels_last) {
     const std::int64_t columns = p.channels_per_group() / v;
     const std::int64_t held = onchip_cl_rows(spec_.block, spec_.per_thread, columns);
-    if (p.spatial_size() > held)
+    if (parts.parts == 0 || p.spatial_size() > held * parts.parts)
       return no("the group's " + std::to_string(p.spatial_size()) + " positions exceed the " + std::to_string(held) +
                 " rows a workgroup of " + std::to_string(spec_.block) + " holds at " + std::to_string(columns) +
-                " vectors a row");
+                " vectors a row" +
+                (parts.parts != 0 ? ""
+                 : cluster_launch_max() < 2
+                     ? " (the device has no thread-block clusters to hold it in parts)"
+                 : p.group_elements() < kOnchipPartsFromElements
+                     ? " (groups below " + std::to_string(kOnchipPartsFromElements) + " elements are not held in parts)"
+                     : " in each of a cluster's " + std::to_string(kClusterPortable) + " parts"));
   }
   if (family.splits_group && slices(p) < 0)
     return no("the group needs more than " + std::to_string(kMaxSlices) + " slices");
@@ -451,6 +482,10 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
                : spans(p, &t, spec_.vector, describe(spec_.family));
   k.num_groups = static_cast<std::int32_t>(p.num_groups());
   k.slices = describe(spec_.family).splits_group ? slices(p) : 1;
+  if (const OnchipParts parts = onchip_parts(p); parts.parts > 1) {
+    k.slices = parts.parts;
+    k.part_rows = parts.part_rows;
+  }
   k.split_rows = split_rows(p, compute_units);
   if (k.split_rows.pieces > 1) k.partials = k.workspace + p.n * p.c * 2;
   k.eps = p.eps;

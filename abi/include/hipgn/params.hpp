@@ -153,7 +153,7 @@ struct Params {
   float eps;
   float swish_beta;
   std::int32_t num_groups;         // N * G: the grid's x (families with a grid of groups)
-  std::int32_t slices;             // split: workgroups per group; resident: slices per unit
+  std::int32_t slices;             // split: workgroups per group; resident: slices per unit; onchip: parts
   std::int64_t sample_stride;      // elements between samples: C * spatial
   std::int64_t row_stride;         // a group is rows x cols; channels-first: spatial, last: C
 
@@ -212,7 +212,8 @@ struct Params {
   // The stream family (stream_fwd.hpp, stream_bwd.hpp): items = N x parts (p.slices), a part
   // part_rows rows of a sample. Forward: partials are [items, G] (mean, M2) pairs, group_stats
   // [N * G] (mean, rstd) pairs. Backward: partials [items, C] (S1, S2) pairs, group_stats
-  // [items, G] (gamma S1, gamma S2) pairs.
+  // [items, G] (gamma S1, gamma S2) pairs. The channels-last onchip forward in parts
+  // (fwd_onchip_parts_kernel): a group's `slices` parts of part_rows rows, a cluster a group.
   std::int64_t part_rows;
   float* group_stats;
   // The channels-first stream forward (stream_fwd_cf.hpp): the flat tensor's aligned vectors

@@ -7,6 +7,7 @@
 
 #include "hipgn/kernels/family.hpp"
 #include "hipgn/kernels/families/grid.hpp"
+#include "hipgn/kernels/primitives/cluster.hpp"
 #include "hipgn/params.hpp"
 
 namespace hipgn::kernels {
@@ -126,6 +127,30 @@ __device__ __forceinline__ void fwd_onchip_span(const Params& p, const GroupView
 template <typename Traits>
 inline constexpr bool kOnchipLoadsAtOnce = Traits::kPerThread <= 2;
 
+// The onchip forward's parts of a group (fwd_onchip_parts_kernel) exchange their (mean, M2)
+// through distributed shared memory: each pushes its pair to every part, waits for all of them
+// and merges them in part order (ClusterExchange), so every part has the group's statistics to
+// the same bits. Its one item: the exchange's slots and barriers are used once.
+#if defined(HIPGN_CLUSTERS)
+__device__ __forceinline__ ClusterExchange& parts_exchange() {
+  __shared__ ClusterExchange x;
+  return x;
+}
+#endif
+__device__ __forceinline__ Stats exchange_parts(const Params& p, int part, float mean, float m2) {
+#if defined(HIPGN_CLUSTERS)
+  ClusterExchange& x = parts_exchange();
+  cluster_wait();  // every part's barrier is initialized (fwd_onchip_parts_kernel)
+  x.push(0, part, int(p.slices), make_float2(mean, m2));
+  const int rows = int(p.spatial_size), part_rows = int(p.part_rows);
+  const int cpg = int(p.channels_per_group);
+  return x.merge_item(0, int(p.slices), [&](int i) { return float(min(part_rows, rows - i * part_rows) * cpg); });
+#else
+  (void)p, (void)part, (void)mean, (void)m2;
+  return Stats{0.f, 0.f, 0.f};  // never launched without clusters (the launcher refuses)
+#endif
+}
+
 // Family onchip, channels-last: a thread keeps one vector column of the group's rows and walks
 // the rows (positions) R = block / columns apart, up to kPerThread of them (onchip_cl_rows), so
 // a vector's place is a pointer step, not a division, and its channels' gamma and beta are
@@ -134,18 +159,30 @@ inline constexpr bool kOnchipLoadsAtOnce = Traits::kPerThread <= 2;
 // element after the reductions: sd15_16x640 (C/G = 20, 2560 vectors of 2 in 1024 threads) ran
 // ~800 instructions a wavefront for under three vectors a thread (bench/NOTES.md, "The
 // channels-last onchip forward by rows").
-template <typename Traits>
-__device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView<Traits>& view, std::int64_t group) {
+//
+// With kParts (fwd_onchip_parts_kernel), the workgroup is part `part` of a thread-block cluster
+// that holds the group: its rows part * part_rows on, up to part_rows of them, with statistics
+// of its own rows that the cluster's parts exchange (exchange_parts).
+template <typename Traits, bool kParts = false>
+__device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView<Traits>& view, std::int64_t group,
+                                                int part = 0) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
   using X = typename Traits::XType;
-  const int columns = int(p.vectors_per_row.divisor), rows = int(p.spatial_size);
+  const int columns = int(p.vectors_per_row.divisor);
+  int rows = int(p.spatial_size);
+  std::int64_t base = view.base;
+  if constexpr (kParts) {
+    const int begin = part * int(p.part_rows);
+    rows = min(int(p.part_rows), rows - begin);
+    base += std::int64_t(begin) * p.row_stride;
+  }
   const int R = B / columns, t = threadIdx.x;
   const int r0 = t / columns, column = t - r0 * columns;
   const bool active = r0 < R;
-  const std::int64_t first = view.base + std::int64_t(r0) * p.row_stride + column * V;
+  const std::int64_t first = base + std::int64_t(r0) * p.row_stride + column * V;
   const std::int64_t step = std::int64_t(R) * p.row_stride;
   const X* x = static_cast<const X*>(p.x) + first;
-  const X* x0 = static_cast<const X*>(p.x) + view.base + column * V;  // the column's first row
+  const X* x0 = static_cast<const X*>(p.x) + base + column * V;  // the column's first row
   float v[E][V];
   float sum = 0.f;
   constexpr bool kAfter = kOnchipRowsWidenAfterLoads<Traits>;
@@ -175,8 +212,8 @@ __device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView
   }
   float gamma[V], beta[V];
   vector_affine<Traits>(p, view.channel0 + column * V, gamma, beta);
-  const float count = float(p.group_elements);
-  const float mean = block_sum<B>(sum) / count;
+  const float count = kParts ? float(rows * int(p.channels_per_group)) : float(p.group_elements);
+  float mean = block_sum<B>(sum) / count;
   float sq = 0.f;
 #pragma unroll
   for (int e = 0; e < E; ++e) {
@@ -185,8 +222,15 @@ __device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView
       for (int i = 0; i < V; ++i) sq += (v[e][i] - mean) * (v[e][i] - mean);
     }
   }
-  const float rstd = rsqrtf(block_sum<B>(sq) / count + p.eps);
-  save_stats(p, group, mean, rstd, t == 0);
+  float rstd;
+  if constexpr (kParts) {
+    const Stats s = exchange_parts(p, part, mean, block_sum<B>(sq));
+    mean = s.mean;
+    rstd = rsqrtf(s.m2 / s.n + p.eps);
+  } else {
+    rstd = rsqrtf(block_sum<B>(sq) / count + p.eps);
+  }
+  save_stats(p, group, mean, rstd, t == 0 && part == 0);
   float scale[V];
 #pragma unroll
   for (int i = 0; i < V; ++i) scale[i] = gamma[i] * rstd;
@@ -371,6 +415,25 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_kernel(Params p
   const GroupView<Traits> view(p, group, group_sample_by_multiply(p, group));
   if constexpr (Traits::kLayout == Layout::channels_last) fwd_onchip_rows<Traits>(p, view, group);
   else fwd_onchip_aligned<Traits>(p, view, group);
+}
+
+// Family onchip, channels-last forward of a group in parts: a thread-block cluster a group
+// (Params::slices workgroups, the cluster's ranks its parts, part_rows rows each; sm_90), so
+// that a group past what one workgroup holds stays on chip, x read once, and few large groups
+// spread over more compute units (Instance::onchip_parts: sd15_32x1920, 64 groups of 61440
+// elements, 13.6 us in 2 parts a group against the stream family's 19.6). Each part holds its
+// rows as fwd_onchip_rows does and the parts exchange their statistics once (exchange_parts).
+template <typename Traits>
+__global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_parts_kernel(Params p) {
+#if defined(HIPGN_CLUSTERS)
+  if (threadIdx.x == 0) parts_exchange().init();
+  cluster_arrive_relaxed();  // waited for before the first push, after the loads are issued
+  const std::int64_t group = cluster_index();
+  const GroupView<Traits> view(p, group, group_sample_by_multiply(p, group));
+  fwd_onchip_rows<Traits, true>(p, view, group, int(cluster_rank()));
+  // no workgroup leaves while its pushes to peers may be in flight (as the resident forward)
+  cluster_barrier_relaxed();
+#endif
 }
 
 // Which forward instances have the span mode (Instance::supports: 16-byte vectors only).
@@ -826,6 +889,14 @@ struct FamilyLauncher<Family::onchip> {
         if (p.span) {
           fwd_onchip_span_kernel<Traits><<<dim3(p.num_groups), dim3(Traits::kBlockSize), 0, stream>>>(p);
           return hipGetLastError();
+        }
+      }
+      if constexpr (Traits::kLayout == Layout::channels_last) {
+        if (p.slices > 1) {  // the runtime asks for parts only where the device has clusters
+          hipError_t e = hipErrorInvalidValue;
+          launch_clusters(&fwd_onchip_parts_kernel<Traits>, p, Traits::kBlockSize, 0, int(p.slices), p.num_groups,
+                          stream, &e, false);
+          return e;
         }
       }
       fwd_onchip_kernel<Traits><<<dim3(p.num_groups), dim3(Traits::kBlockSize), 0, stream>>>(p);
