@@ -108,6 +108,9 @@ class Target:
     wavefront: int
     shared_bytes_per_block: int  # the most one workgroup may ask for (NVIDIA: with opt-in)
     shared_bytes_per_cu: int
+    # The most workgroups one thread-block cluster may have (0: no clusters): the onchip
+    # forward's groups in parts exist only where clusters do (runtime Instance::onchip_parts)
+    cluster_workgroups: int
     # The heuristic rule tables it dispatches by (runtime/src/heuristics.cpp), named by the arch
     # they were measured on: its own arch once measured there, else a declared fallback.
     rules: str
@@ -117,15 +120,15 @@ class Target:
 # The first is the part assumed where no device is present (listing, the profiler's --list).
 TARGETS = (
     Target("90", "sm_90", "nvidia", True, compute_units=132, l2_bytes=50 << 20, wavefront=32,
-           shared_bytes_per_block=227 << 10, shared_bytes_per_cu=228 << 10, rules="sm_90",
+           shared_bytes_per_block=227 << 10, shared_bytes_per_cu=228 << 10, cluster_workgroups=16, rules="sm_90",
            doc="Hopper: H100 SXM (132 SMs, 50 MB L2, 228 KB shared memory an SM)"),
     # The AMD targets' rules are sm_90's: unmeasured, since no AMD GPU is available to us. Their
     # thresholds in groups per compute unit still scale with the device's own count.
     Target("gfx90a", "gfx90a", "amd", True, compute_units=104, l2_bytes=8 << 20, wavefront=64,
-           shared_bytes_per_block=64 << 10, shared_bytes_per_cu=64 << 10, rules="sm_90",
+           shared_bytes_per_block=64 << 10, shared_bytes_per_cu=64 << 10, cluster_workgroups=0, rules="sm_90",
            doc="CDNA2: MI210 (104 CUs, 8 MB L2, 64 KB LDS a CU); an MI250X GCD has 110"),
     Target("gfx1100", "gfx1100", "amd", True, compute_units=96, l2_bytes=6 << 20, wavefront=32,
-           shared_bytes_per_block=64 << 10, shared_bytes_per_cu=64 << 10, rules="sm_90",
+           shared_bytes_per_block=64 << 10, shared_bytes_per_cu=64 << 10, cluster_workgroups=0, rules="sm_90",
            doc="RDNA3: RX 7900 XTX (96 CUs, 6 MB L2, 64 KB LDS a CU in CU mode), wave32"),
 )
 PLATFORMS = ("nvidia", "amd")

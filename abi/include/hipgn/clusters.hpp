@@ -11,6 +11,7 @@
 
 #include "hipgn/params.hpp"
 #include "hipgn/platform.hpp"
+#include "hipgn/targets.hpp"
 
 namespace hipgn {
 
@@ -21,11 +22,13 @@ namespace hipgn {
 inline constexpr int kClusterPortable = 8;
 
 // The most workgroups a cluster may have on the current device (0: no clusters), asked once per
-// device: kClusterSlicesMax where its compute capability is 9 or more. HIPGN_CLUSTERS in the
-// environment (read once): 0 keeps every launch on the portable path (the GPU tests run the
-// resident family both ways, and the benchmark compares them); `portable`, clusters of up to
-// kClusterPortable workgroups only (compute-sanitizer's synccheck reports errors on larger ones
-// that the other tools and the results do not bear out: bench/NOTES.md, "Chunks of a sample";
+// device: kClusterSlicesMax where its compute capability is 9 or more; without a device (a
+// listing, the heuristics' tests on a machine without a GPU), the assumed target's, as the
+// heuristics assume its compute units (hipgn/targets.hpp). HIPGN_CLUSTERS in the environment
+// (read once): 0 keeps every launch on the portable path (the GPU tests run the resident family
+// both ways, and the benchmark compares them); `portable`, clusters of up to kClusterPortable
+// workgroups only (compute-sanitizer's synccheck reports errors on larger ones that the other
+// tools and the results do not bear out: bench/NOTES.md, "Chunks of a sample";
 // scripts/gpu_check.sh).
 inline int cluster_launch_max() {
 #if !defined(HIPGN_PLATFORM_AMD)
@@ -35,6 +38,13 @@ inline int cluster_launch_max() {
     return s == "0" ? 0 : s == "portable" ? kClusterPortable : kClusterSlicesMax;
   }();
   if (allowed == 0) return 0;
+  static const bool present = [] {
+    int count = 0;
+    const bool any = hipGetDeviceCount(&count) == hipSuccess && count > 0;
+    (void)hipGetLastError();
+    return any;
+  }();
+  if (!present) return kAssumedTarget.cluster_workgroups < allowed ? kAssumedTarget.cluster_workgroups : allowed;
   static std::mutex mutex;
   static std::map<int, bool> known;
   int device = 0;
