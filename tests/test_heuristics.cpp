@@ -89,13 +89,16 @@ TEST(Heuristics, ChannelsFirstForwardIsResidentOrSplitBelow96KbACuThenStream) {
   // C=1920 (7.9 MB, 58 KB, groups of 61440), VAE 64x64 C=512 (65536) and SD 64x64 C=640 (10.5 MB,
   // 78 KB, 81920): split (kSplitCfFwdGroupElements); det 25x42 C=2048 (8.6 MB, 64 KB: no 16-byte
   // rows for split), ResNet 56x56 N=32 (51 MB) and 512 groups of 4M elements: stream
-  // (heuristics.cpp, kStreamCfFwdBytesPerCu)
+  // (heuristics.cpp, kStreamCfFwdBytesPerCu). Where the device has clusters, the groups of up to
+  // 64K elements are the onchip family's, in parts.
   struct Case {
     Shape s;
     Family want;
   };
-  for (const Case& c : {Case{Shape{2, 320, {64, 64}, 32}, Family::resident}, Case{Shape{2, 1920, {32, 32}, 32}, Family::split},
-                        Case{Shape{1, 512, {64, 64}, 32}, Family::split}, Case{Shape{2, 640, {64, 64}, 32}, Family::split},
+  const Family parts_or = clusters() ? Family::onchip : Family::resident;
+  const Family parts_or_split = clusters() ? Family::onchip : Family::split;
+  for (const Case& c : {Case{Shape{2, 320, {64, 64}, 32}, parts_or}, Case{Shape{2, 1920, {32, 32}, 32}, parts_or_split},
+                        Case{Shape{1, 512, {64, 64}, 32}, parts_or_split}, Case{Shape{2, 640, {64, 64}, 32}, Family::split},
                         Case{Shape{2, 2048, {25, 42}, 32}, Family::stream}, Case{Shape{32, 256, {56, 56}, 32}, Family::stream},
                         Case{Shape{16, 1024, {1024, 128}, 32}, Family::stream}}) {
     if (!reaches(c.want, c.s, Layout::channels_first)) continue;  // a smaller preset
@@ -322,6 +325,8 @@ TEST(Heuristics, ResidentOneSliceTiesGoToMoreThreads) {
 }
 
 TEST(Heuristics, ResidentChannelsFirstPrefersFewerRoundsOfClusters) {
+  if (clusters()) GTEST_SKIP() << "the onchip forward in parts takes these shapes where the device has clusters "
+                                  "(heuristics_without_clusters runs this test)";
   // sd15_32x1920 (64 groups of 61440): 512 x 8 in 2 slices (14.8 us) beats 256 x 8 in 4, whose
   // clusters the device holds in two rounds (20.3), on an H100 (bench/NOTES.md, "Clusters");
   // the split rule takes that shape now, so the same case at C = 1792 (groups of 57344, below
@@ -339,6 +344,8 @@ TEST(Heuristics, ResidentChannelsFirstPrefersFewerRoundsOfClusters) {
 }
 
 TEST(Heuristics, ResidentChannelsFirstTakesClustersOfUpTo8ThatFillTheDevice) {
+  if (clusters()) GTEST_SKIP() << "the onchip forward in parts takes this shape where the device has clusters "
+                                  "(heuristics_without_clusters runs this test)";
   // g16_32x640 (32 groups of 40960): 256 x 4, 5 slices and 160 items (8.6 us), not 256 x 2,
   // 10 slices and 320 items (9.3), nor 256 x 8, 3 slices and 96 items (9.5); H100 (kResidentCfPortableSlices)
   const char* want = "gn_fwd_f16_f16_cf_swish_resident_b256_v8_e4";
@@ -361,7 +368,8 @@ TEST(Heuristics, SplitForwardTakesSmallSlicesOnlyForTinyTensors) {
   // 5.3 us fp16 / bf16; bench/NOTES.md, "A group in parts")
   EXPECT_EQ(choose(Shape{2, 64, {32, 32}, 1}, Layout::channels_last)->name(),
             clusters() ? "gn_fwd_f16_f16_cl_swish_onchip_b256_v4_e8" : "gn_fwd_f16_f16_cl_swish_split_b128_v8_e1");
-  EXPECT_EQ(choose(Shape{1, 512, {64, 64}, 32}, Layout::channels_first)->name(), "gn_fwd_f16_f16_cf_swish_split_b256_v8_e4");
+  if (!clusters())  // (else the onchip forward in parts)
+    EXPECT_EQ(choose(Shape{1, 512, {64, 64}, 32}, Layout::channels_first)->name(), "gn_fwd_f16_f16_cf_swish_split_b256_v8_e4");
 }
 
 TEST(Heuristics, SplitForwardTakes4096ElementSlicesOutsideTheBandOf8192) {
@@ -382,8 +390,9 @@ TEST(Heuristics, SplitForwardTakes4096ElementSlicesOutsideTheBandOf8192) {
   EXPECT_EQ(choose(Shape{2, 2560, {32, 32}, 32}, Layout::channels_last)->name(), fine);
   EXPECT_EQ(choose(Shape{2, 2560, {32, 32}, 32}, Layout::channels_first)->name(),
             "gn_fwd_f16_f16_cf_swish_split_b128_v8_e4");
-  EXPECT_EQ(choose(Shape{1, 512, {64, 64}, 32}, Layout::channels_first)->name(),
-            "gn_fwd_f16_f16_cf_swish_split_b256_v8_e4");
+  if (!clusters())  // (else the onchip forward in parts)
+    EXPECT_EQ(choose(Shape{1, 512, {64, 64}, 32}, Layout::channels_first)->name(),
+              "gn_fwd_f16_f16_cf_swish_split_b256_v8_e4");
 }
 
 TEST(Heuristics, ChannelsFirstStreamForwardTakesOneWorkgroupACuUpTo192Kb) {
@@ -451,12 +460,13 @@ TEST(Heuristics, ChannelsFirstSmallGroupsOf16BitValuesStayOnChip) {
       !reaches(Family::onchip, sd32, Layout::channels_first) || !reaches(Family::resident, sd32, Layout::channels_first))
     GTEST_SKIP() << "this build lacks the default preset's channels-first onchip and resident instances";
   // 5120-element groups: 256 threads, two vectors each; 20480 (and 19220, where H x W takes no
-  // 16-byte vector: the span kernel's 16-byte body): 512 threads
+  // 16-byte vector: the span kernel's 16-byte body): 512 threads; where the device has
+  // clusters, 20480 in five parts of 256 x 8 x 2 (bench/NOTES.md, "A group in parts")
   struct Case {
     Shape s;
     int block;
   };
-  for (const Case& c : {Case{sd16, 256}, Case{sd32, 512}, Case{odd, 512}})
+  for (const Case& c : {Case{sd16, 256}, Case{sd32, clusters() ? 256 : 512}, Case{odd, 512}})
     for (DataType dt : {DataType::f16, DataType::bf16}) {
       const Instance* inst = choose(c.s, Layout::channels_first, dt);
       ASSERT_NE(inst, nullptr);
@@ -543,6 +553,34 @@ TEST(Heuristics, SmallChannelsLastTensorsOfLargeGroupsTakeAClusterAGroup) {
   }
   EXPECT_NE(choose({2, 320, {64, 64}, 32}, cl)->spec().family, Family::onchip);
   EXPECT_EQ(choose({2, 2560, {32, 32}, 32}, cl)->spec().family, Family::split);
+}
+
+TEST(Heuristics, ChannelsFirstGroupsOf8KTo64KTakeAClusterAGroup) {
+  // where the device has clusters, channels-first groups of 16-bit values from 8192 to 65536
+  // elements in a small tensor: the onchip forward in parts, the instance whose slots the part
+  // fills most, then the most parts (bench/NOTES.md, "A group in parts"): sd15_32x640 256 x 8 x
+  // 2 in 5, sd15_32x1280 and sd15_64x320 256 x 8 x 4 in 5, vae_64x512 256 x 8 x 4 in 8; not
+  // sd15_64x640 (81920 elements), which splits, nor layer_norm_32x64 (below 8 KB a compute unit)
+  if (!clusters()) GTEST_SKIP() << "the device has no thread-block clusters (or HIPGN_CLUSTERS=0)";
+  const Layout cf = Layout::channels_first;
+  struct Case {
+    Shape s;
+    const char* want;
+    int parts;
+  };
+  for (const Case& c : {Case{Shape{2, 640, {32, 32}, 32}, "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e2", 5},
+                        Case{Shape{2, 1280, {32, 32}, 32}, "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4", 5},
+                        Case{Shape{2, 320, {64, 64}, 32}, "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4", 5},
+                        Case{Shape{1, 512, {64, 64}, 32}, "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4", 8}}) {
+    if (!Registry::global().find(c.want)) continue;  // a smaller preset
+    const Instance* inst = choose(c.s, cf);
+    ASSERT_NE(inst, nullptr);
+    EXPECT_EQ(inst->name(), c.want);
+    const Problem p = make_problem(c.s, DataType::f16, DataType::f16, cf, Activation::swish);
+    EXPECT_EQ(inst->onchip_parts(p).parts, c.parts) << inst->name();
+  }
+  EXPECT_NE(choose({2, 640, {64, 64}, 32}, cf)->spec().family, Family::onchip);
+  EXPECT_NE(choose({2, 64, {32, 32}, 1}, cf)->spec().family, Family::onchip);
 }
 
 TEST(Heuristics, SmallChannelsLastTensorsGoResident) {

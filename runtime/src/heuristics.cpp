@@ -103,7 +103,7 @@ RuleTables sm_90() {
       // sd15_32x960 10.5 against 13.3; sd15_32x640 9.3 against 10.7; odd_31x31_c640 8.9 against
       // 10.7; sd15_32x320 7.9 against 9.2; sd15_16x640 5.3 against 8.7 and looped 12.2; 16-byte,
       // sd15_16x2560 8.5 against stream 22.9) ...
-      Rule{Family::onchip, kAny, 0, "channels-last, a small tensor: a workgroup per group of up to 32K elements",
+      Rule{Family::onchip, kAny, 0, "channels-last, a small tensor: a workgroup per group of up to 32K elements (from 8K elements, a thread-block cluster of parts where they fill their slots more)",
            32768, Rule::kChannelsLast}
           .bytes_per_cu(0, kSmallBytesPerCu),
       // ... and past 32K elements, below 72 KB of x a compute unit, a thread-block cluster a
@@ -204,9 +204,23 @@ RuleTables sm_90() {
       // 6.4, sd15_16x1920 6.9 / 7.1, sd15_32x640 7.3 / 8.7, sd15_32x960 9.4 / 10.1,
       // odd_31x31_c640 7.8 / 8.6, odd_97x89 8.9 / 9.6, odd_3d 8.9 / 10.0 (2026-11-27, fourth
       // session; bench/NOTES.md, "bf16's loads in rounds") ...
-      Rule{Family::onchip, kAny, 0, "channels-first, a small tensor of 16-bit values, groups of up to 32K elements: a workgroup per group",
+      Rule{Family::onchip, kAny, 0, "channels-first, a small tensor of 16-bit values, groups of up to 32K elements: a workgroup per group (from 8K elements, a thread-block cluster of parts where they fill their slots more)",
            32768, Rule::kChannelsFirst}
           .bytes_per_cu(0, kStreamCfFwdBytesPerCu)
+          .vector_bytes(16)
+          .only({DataType::f16, DataType::bf16}),
+      // ... and with 16-bit values up to 64K elements, from 8 KB a compute unit, a thread-block
+      // cluster a group where the device has them: the onchip forward in parts
+      // (fwd_onchip_parts_kernel, Instance::onchip_parts; H100, fp16 / bf16 SiLU, L2-cold,
+      // bench.py --best, 2026-11-28; bench/NOTES.md, "A group in parts"): sd15_64x320 (40960
+      // elements) 9.0 / 9.2 us against resident 10.9 / 10.9, sd15_32x1280 9.0 / 8.9 against 10.9
+      // / 10.8, g16_32x640 7.1 / 7.2 against 8.4 / 8.4, vae_64x512 (65536) 8.5 / 8.5 against split
+      // 9.7 / 10.0; sd15_32x1920 (61440) 13.7 / 13.7 in 8 parts against split 13.6 / 13.9; not
+      // past 64K (sd15_64x640, 81920: 18.2 against split 16.1), nor below 8 KB a compute unit
+      // (layer_norm_32x64, 2 groups: 5.4 / 5.4 against split 5.4 / 5.3) ...
+      Rule{Family::onchip, kAny, 0, "channels-first, a small tensor of 16-bit values, groups of up to 64K elements: a thread-block cluster a group",
+           65536, Rule::kChannelsFirst}
+          .bytes_per_cu(kTinyBytesPerCu, kStreamCfFwdBytesPerCu)
           .vector_bytes(16)
           .only({DataType::f16, DataType::bf16}),
       // ... and groups of fewer than 64 elements a workgroup per group looping over them
@@ -551,25 +565,31 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     if ((x.vector == 2) != (y.vector == 2)) return x.vector == 2;
   }
   if (x.vector != y.vector) return x.vector > y.vector;
-  if (x.family == Family::onchip && p.op == Op::fwd && p.layout == Layout::channels_last &&
-      p.group_elements() >= kOnchipPartsFromElements) {
+  if (x.family == Family::onchip && p.op == Op::fwd && p.group_elements() >= kOnchipPartsFromElements) {
     // groups that may be held in parts (Instance::onchip_parts): the instance whose slots the
-    // group's part fills most (in eighths); then the fewest parts, or the most where the groups
-    // are fewer than a quarter of the compute units. H100, fp16 / bf16 SiLU, L2-cold, bench.py
-    // --best, 2026-11-28 (bench/NOTES.md, "A group in parts"): sd15_32x1920 1024 x 4 x 8 in 2
-    // parts 13.6 us against 512 x 4 x 8 in 4 16.2 and 256 x 4 x 8 in 8 14.7 (the three fill
-    // 94%); sd15_32x1280 512 x 4 x 8 in 3 (83%) 10.2 against 1024 x 4 x 8 in 2 (62%) 10.9 and
-    // 256 x 4 x 8 in 6 (83%) 12.6; sd15_16x1280 512 x 4 x 8 in 1 (62%) 5.3 against 256 x 4 x 8
-    // in 2 (62%) 5.9; but vae_64x512, 32 groups, 256 x 4 x 8 in 8 8.8 against 512 x 4 x 8 in
-    // 4 10.3 (both 100%).
+    // group's part fills most (in eighths); then channels-last the fewest parts, or the most
+    // where the groups are fewer than a quarter of the compute units, and channels-first the
+    // most. H100, fp16 / bf16 SiLU, L2-cold, bench.py --best, 2026-11-28 (bench/NOTES.md, "A
+    // group in parts"). Channels-last: sd15_32x1920 1024 x 4 x 8 in 2 parts 13.6 us against
+    // 512 x 4 x 8 in 4 16.2 and 256 x 4 x 8 in 8 14.7 (the three fill 94%); sd15_32x1280 512 x
+    // 4 x 8 in 3 (83%) 10.2 against 1024 x 4 x 8 in 2 (62%) 10.9 and 256 x 4 x 8 in 6 (83%)
+    // 12.6; sd15_16x1280 512 x 4 x 8 in 1 (62%) 5.3 against 256 x 4 x 8 in 2 (62%) 5.9; but
+    // vae_64x512, 32 groups, 256 x 4 x 8 in 8 8.8 against 512 x 4 x 8 in 4 10.3 (both 100%).
+    // Channels-first: sd15_32x960 256 x 8 x 2 in 8 7.3 against 256 x 8 x 4 in 4 8.2 and 512 x
+    // 8 x 8 whole 10.1 (94% each); sd15_16x1920 256 x 8 x 1 in 8 5.5, 256 x 8 x 2 in 4 5.4,
+    // 256 x 8 x 4 in 2 6.3; vae_64x512 256 x 8 x 4 in 8 8.5 against 512 x 8 x 8 in 2 10.1; not
+    // sd15_32x1920 (512 x 8 x 8 in 2 12.0 against 256 x 8 x 4 in 8 13.7).
     const Instance::OnchipParts pa = a.onchip_parts(p), pb = b.onchip_parts(p);
+    const std::int64_t unit = p.layout == Layout::channels_last ? p.channels_per_group() : x.vector;
     const auto eighths = [&](const InstanceSpec& s, const Instance::OnchipParts& q) {
-      const std::int64_t held = std::int64_t(s.block) * s.per_thread * s.vector;
-      return 8 * p.channels_per_group() * q.part_rows / held;
+      return 8 * unit * q.part_rows / (std::int64_t(s.block) * s.per_thread * s.vector);
     };
     const std::int64_t fa = eighths(x, pa), fb = eighths(y, pb);
     if (fa != fb) return fa > fb;
-    if (pa.parts != pb.parts) return (4 * p.num_groups() < cus) == (pa.parts > pb.parts);
+    if (pa.parts != pb.parts) {
+      const bool most = p.layout == Layout::channels_first || 4 * p.num_groups() < cus;
+      return most == (pa.parts > pb.parts);
+    }
   }
   if (describe(x.family).streams && p.op == Op::fwd) {
     // Channels-first: per_thread 2 (one workgroup of 512 threads a compute unit, ~190 KB of x

@@ -164,11 +164,21 @@ Instance::StreamItems Instance::stream_items(const Problem& p, int compute_units
 
 Instance::OnchipParts Instance::onchip_parts(const Problem& p) const {
   OnchipParts r;
-  if (spec_.family != Family::onchip || p.op != Op::fwd || p.layout != Layout::channels_last ||
-      onchip_cl_columns(p.channels_per_group(), spec_.vector) || p.channels_per_group() % spec_.vector != 0)
-    return r;
-  const std::int64_t rows = p.spatial_size();
-  const std::int64_t held = onchip_cl_rows(spec_.block, spec_.per_thread, p.channels_per_group() / spec_.vector);
+  if (spec_.family != Family::onchip || p.op != Op::fwd || p.uneven()) return r;
+  // a part's units: channels-last rows of the group (fwd_onchip_rows), channels-first vectors of
+  // its aligned body (fwd_onchip_aligned; a spatial size the vector does not divide is peeled,
+  // in one workgroup)
+  std::int64_t rows = 0, held = 0;
+  if (p.layout == Layout::channels_last) {
+    if (onchip_cl_columns(p.channels_per_group(), spec_.vector) || p.channels_per_group() % spec_.vector != 0)
+      return r;
+    rows = p.spatial_size();
+    held = onchip_cl_rows(spec_.block, spec_.per_thread, p.channels_per_group() / spec_.vector);
+  } else {
+    if (p.spatial_size() % spec_.vector != 0) return r;
+    rows = p.group_elements() / spec_.vector;
+    held = std::int64_t(spec_.block) * spec_.per_thread;
+  }
   const std::int64_t need = held > 0 ? ceil_div(rows, held) : std::numeric_limits<std::int64_t>::max();
   r.part_rows = rows;
   if (need == 1) return r;
@@ -258,22 +268,25 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
     if (std::string m = misaligned(p, t, v); !m.empty()) return no(std::move(m));
   }
   const OnchipParts parts = onchip_parts(p);
-  if (family.holds_group && parts.parts == 1 && p.group_elements() > spec_.chunk_elements())
+  // why a group past one workgroup is not held in parts (parts 0)
+  const auto in_parts = [&] {
+    return parts.parts != 0 ? std::string()
+           : cluster_launch_max() < 2
+               ? std::string(" (the device has no thread-block clusters to hold it in parts)")
+           : p.group_elements() < kOnchipPartsFromElements
+               ? " (groups below " + std::to_string(kOnchipPartsFromElements) + " elements are not held in parts)"
+               : " in each of a cluster's " + std::to_string(kClusterPortable) + " parts";
+  };
+  if (family.holds_group && (parts.parts == 0 || (parts.parts == 1 && p.group_elements() > spec_.chunk_elements())))
     return no("the group's " + std::to_string(p.group_elements()) + " elements exceed the " +
-              std::to_string(spec_.chunk_elements()) + " held on chip");
+              std::to_string(spec_.chunk_elements()) + " held on chip" + in_parts());
   if (family.rows_channels_last && p.layout == Layout::channels_last) {
     const std::int64_t columns = p.channels_per_group() / v;
     const std::int64_t held = onchip_cl_rows(spec_.block, spec_.per_thread, columns);
-    if (parts.parts == 0 || p.spatial_size() > held * parts.parts)
+    if (p.spatial_size() > held * parts.parts)
       return no("the group's " + std::to_string(p.spatial_size()) + " positions exceed the " + std::to_string(held) +
                 " rows a workgroup of " + std::to_string(spec_.block) + " holds at " + std::to_string(columns) +
-                " vectors a row" +
-                (parts.parts != 0 ? ""
-                 : cluster_launch_max() < 2
-                     ? " (the device has no thread-block clusters to hold it in parts)"
-                 : p.group_elements() < kOnchipPartsFromElements
-                     ? " (groups below " + std::to_string(kOnchipPartsFromElements) + " elements are not held in parts)"
-                     : " in each of a cluster's " + std::to_string(kClusterPortable) + " parts"));
+                " vectors a row");
   }
   if (family.splits_group && slices(p) < 0)
     return no("the group needs more than " + std::to_string(kMaxSlices) + " slices");
@@ -482,7 +495,7 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
                : spans(p, &t, spec_.vector, describe(spec_.family));
   k.num_groups = static_cast<std::int32_t>(p.num_groups());
   k.slices = describe(spec_.family).splits_group ? slices(p) : 1;
-  if (const OnchipParts parts = onchip_parts(p); parts.parts > 1) {
+  if (const OnchipParts parts = onchip_parts(p); parts.parts > 1 && !k.span) {  // (a peeled group: one workgroup)
     k.slices = parts.parts;
     k.part_rows = parts.part_rows;
   }

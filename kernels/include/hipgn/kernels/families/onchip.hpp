@@ -130,23 +130,25 @@ inline constexpr bool kOnchipLoadsAtOnce = Traits::kPerThread <= 2;
 // The onchip forward's parts of a group (fwd_onchip_parts_kernel) exchange their (mean, M2)
 // through distributed shared memory: each pushes its pair to every part, waits for all of them
 // and merges them in part order (ClusterExchange), so every part has the group's statistics to
-// the same bits. Its one item: the exchange's slots and barriers are used once.
+// the same bits. Its one item: the exchange's slots and barriers are used once. A part is
+// part_rows units of the group's `units` (channels-last rows of C/G elements, channels-first
+// vectors of V), the last part the rest.
 #if defined(HIPGN_CLUSTERS)
 __device__ __forceinline__ ClusterExchange& parts_exchange() {
   __shared__ ClusterExchange x;
   return x;
 }
 #endif
-__device__ __forceinline__ Stats exchange_parts(const Params& p, int part, float mean, float m2) {
+__device__ __forceinline__ Stats exchange_parts(const Params& p, int part, float mean, float m2, int units,
+                                                int unit_elements) {
 #if defined(HIPGN_CLUSTERS)
   ClusterExchange& x = parts_exchange();
   cluster_wait();  // every part's barrier is initialized (fwd_onchip_parts_kernel)
   x.push(0, part, int(p.slices), make_float2(mean, m2));
-  const int rows = int(p.spatial_size), part_rows = int(p.part_rows);
-  const int cpg = int(p.channels_per_group);
-  return x.merge_item(0, int(p.slices), [&](int i) { return float(min(part_rows, rows - i * part_rows) * cpg); });
+  const int each = int(p.part_rows);
+  return x.merge_item(0, int(p.slices), [&](int i) { return float(min(each, units - i * each) * unit_elements); });
 #else
-  (void)p, (void)part, (void)mean, (void)m2;
+  (void)p, (void)part, (void)mean, (void)m2, (void)units, (void)unit_elements;
   return Stats{0.f, 0.f, 0.f};  // never launched without clusters (the launcher refuses)
 #endif
 }
@@ -224,7 +226,7 @@ __device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView
   }
   float rstd;
   if constexpr (kParts) {
-    const Stats s = exchange_parts(p, part, mean, block_sum<B>(sq));
+    const Stats s = exchange_parts(p, part, mean, block_sum<B>(sq), int(p.spatial_size), int(p.channels_per_group));
     mean = s.mean;
     rstd = rsqrtf(s.m2 / s.n + p.eps);
   } else {
@@ -336,13 +338,23 @@ __device__ __forceinline__ void fwd_onchip_columns(const Params& p, std::int64_t
 // channels, and q's channel row, for gamma and beta, are off that chain), and 1 / count is the
 // host's (Params::group_rcp; bench/NOTES.md, "The small channels-first forward's prologue" and
 // "The small forward, piece by piece").
-template <typename Traits>
-__device__ __forceinline__ void fwd_onchip_aligned(const Params& p, const GroupView<Traits>& view, std::int64_t group) {
+//
+// With kParts (fwd_onchip_parts_kernel), the workgroup is part `part` of a thread-block cluster
+// that holds the group: its vectors part * part_rows on, up to part_rows of them (q below counts
+// from the part's first), with statistics of its own that the parts exchange (exchange_parts).
+template <typename Traits, bool kParts = false>
+__device__ __forceinline__ void fwd_onchip_aligned(const Params& p, const GroupView<Traits>& view, std::int64_t group,
+                                                   int part = 0) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
   static_assert(!kUneven<Traits>, "consecutive groups of C/G channels: the onchip family runs even groups only");
-  const std::int64_t base = group * p.group_stride;  // the group's first element
+  const int first = kParts ? part * int(p.part_rows) : 0;  // the part's first vector of the group
+  const auto vectors = [&] {
+    if constexpr (kParts) return min(int(p.part_rows), int(p.vectors) - first);
+    else return p.vectors;
+  }();
+  const std::int64_t base = group * p.group_stride + std::int64_t(first) * V;  // the part's first element
   const auto* x = static_cast<const typename Traits::XType*>(p.x) + base;
-  const auto channel = [&](int q) { return view.channel0 + p.vectors_per_row.div31(std::uint32_t(q)); };
+  const auto channel = [&](int q) { return view.channel0 + p.vectors_per_row.div31(std::uint32_t(first + q)); };
   // Only the values stay in registers; offsets and channels are recomputed for the store (a
   // multiply-high each), which keeps the 1024-thread configurations within 64 registers.
   float v[E][V];
@@ -363,7 +375,7 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, const GroupV
 #pragma unroll
   for (int e = 0; e < E; ++e) {
     const int q = threadIdx.x + e * B;
-    const bool mine = q < p.vectors;
+    const bool mine = q < vectors;
     if (kOnchipLoadsAtOnce<Traits> || mine) {
       const int at = mine ? q : 0;  // the group's first vector for a slot past it
       raw[e] = *reinterpret_cast<const Vec<X, V>*>(x + std::int64_t(at) * V);
@@ -376,28 +388,36 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, const GroupV
   }
   if constexpr (kOnchipWidenAfterLoads<Traits>)
 #pragma unroll
-    for (int e = 0; e < E; ++e) widen_and_add(e, threadIdx.x + e * B < p.vectors);
-  const float inv_count = float(p.group_rcp);  // p.vectors * V elements: even groups' aligned bodies
-  const float mean = block_sum<B>(sum) * inv_count;
+    for (int e = 0; e < E; ++e) widen_and_add(e, threadIdx.x + e * B < vectors);
+  // p.vectors * V elements: even groups' aligned bodies; a part's, its own
+  const float inv_count = kParts ? 1.f / float(vectors * V) : float(p.group_rcp);
+  float mean = block_sum<B>(sum) * inv_count;
   float sq = 0.f;
 #pragma unroll
   for (int e = 0; e < E; ++e) {
-    if (threadIdx.x + e * B < p.vectors) {
+    if (threadIdx.x + e * B < vectors) {
 #pragma unroll
       for (int i = 0; i < V; ++i) sq += (v[e][i] - mean) * (v[e][i] - mean);
     }
   }
-  const float rstd = rsqrtf(block_sum<B>(sq) * inv_count + p.eps);
-  save_stats(p, group, mean, rstd, threadIdx.x == 0);
+  float rstd;
+  if constexpr (kParts) {
+    const Stats s = exchange_parts(p, part, mean, block_sum<B>(sq), int(p.vectors), V);
+    mean = s.mean;
+    rstd = rsqrtf(s.m2 / s.n + p.eps);
+  } else {
+    rstd = rsqrtf(block_sum<B>(sq) * inv_count + p.eps);
+  }
+  save_stats(p, group, mean, rstd, threadIdx.x == 0 && part == 0);
 #pragma unroll
   for (int e = 0; e < E; ++e) {
     const int q = threadIdx.x + e * B;
-    if (q < p.vectors) {
+    if (q < vectors) {
       if constexpr (kEarlyAffine) {  // normalize_store's arithmetic, on the early gamma and beta
         store_normalized<Traits>(p, v[e], base + std::int64_t(q) * V, mean, early_gamma[e] * rstd, early_beta[e]);
       } else {
         std::int64_t offset, c;
-        view.locate(p, q, offset, c);
+        view.locate(p, first + q, offset, c);
         normalize_store<Traits>(p, v[e], offset, c, mean, rstd);
       }
     }
@@ -417,12 +437,14 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_kernel(Params p
   else fwd_onchip_aligned<Traits>(p, view, group);
 }
 
-// Family onchip, channels-last forward of a group in parts: a thread-block cluster a group
-// (Params::slices workgroups, the cluster's ranks its parts, part_rows rows each; sm_90), so
+// Family onchip, forward of a group in parts: a thread-block cluster a group (Params::slices
+// workgroups, the cluster's ranks its parts, part_rows rows or, channels-first, vectors each;
+// the aligned body only; sm_90), so
 // that a group past what one workgroup holds stays on chip, x read once, and few large groups
 // spread over more compute units (Instance::onchip_parts: sd15_32x1920, 64 groups of 61440
 // elements, 13.6 us in 2 parts a group against the stream family's 19.6). Each part holds its
-// rows as fwd_onchip_rows does and the parts exchange their statistics once (exchange_parts).
+// rows as fwd_onchip_rows does (its vectors as fwd_onchip_aligned does) and the parts exchange
+// their statistics once (exchange_parts).
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_parts_kernel(Params p) {
 #if defined(HIPGN_CLUSTERS)
@@ -430,7 +452,8 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_parts_kernel(Pa
   cluster_arrive_relaxed();  // waited for before the first push, after the loads are issued
   const std::int64_t group = cluster_index();
   const GroupView<Traits> view(p, group, group_sample_by_multiply(p, group));
-  fwd_onchip_rows<Traits, true>(p, view, group, int(cluster_rank()));
+  if constexpr (Traits::kLayout == Layout::channels_last) fwd_onchip_rows<Traits, true>(p, view, group, int(cluster_rank()));
+  else fwd_onchip_aligned<Traits, true>(p, view, group, int(cluster_rank()));
   // no workgroup leaves while its pushes to peers may be in flight (as the resident forward)
   cluster_barrier_relaxed();
 #endif
@@ -891,13 +914,11 @@ struct FamilyLauncher<Family::onchip> {
           return hipGetLastError();
         }
       }
-      if constexpr (Traits::kLayout == Layout::channels_last) {
-        if (p.slices > 1) {  // the runtime asks for parts only where the device has clusters
-          hipError_t e = hipErrorInvalidValue;
-          launch_clusters(&fwd_onchip_parts_kernel<Traits>, p, Traits::kBlockSize, 0, int(p.slices), p.num_groups,
-                          stream, &e, false);
-          return e;
-        }
+      if (p.slices > 1) {  // the runtime asks for parts only where the device has clusters
+        hipError_t e = hipErrorInvalidValue;
+        launch_clusters(&fwd_onchip_parts_kernel<Traits>, p, Traits::kBlockSize, 0, int(p.slices), p.num_groups,
+                        stream, &e, false);
+        return e;
       }
       fwd_onchip_kernel<Traits><<<dim3(p.num_groups), dim3(Traits::kBlockSize), 0, stream>>>(p);
       return hipGetLastError();
