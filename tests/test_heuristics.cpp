@@ -525,6 +525,17 @@ TEST(Heuristics, SmallChannelsLastTensorsOfWideGroupsSplit) {
   if (!clusters()) EXPECT_EQ(choose({2, 1920, {32, 32}, 32}, cl)->spec().family, Family::stream);
 }
 
+// The fp16 forward of s in this layout dispatches to `want` (where the preset has it), which
+// holds a group in `parts` parts (Instance::onchip_parts).
+void expect_parts(const Shape& s, Layout layout, const char* want, int parts) {
+  if (!Registry::global().find(want)) return;  // a smaller preset
+  const Instance* inst = choose(s, layout);
+  ASSERT_NE(inst, nullptr);
+  EXPECT_EQ(inst->name(), want);
+  const Problem p = make_problem(s, DataType::f16, DataType::f16, layout, Activation::swish);
+  EXPECT_EQ(inst->onchip_parts(p).parts, parts) << inst->name();
+}
+
 TEST(Heuristics, SmallChannelsLastTensorsOfLargeGroupsTakeAClusterAGroup) {
   // where the device has clusters, groups past what one workgroup holds, below 72 KB of x a
   // compute unit, with 8-byte vectors: the onchip forward in parts, the instance whose slots
@@ -535,22 +546,10 @@ TEST(Heuristics, SmallChannelsLastTensorsOfLargeGroupsTakeAClusterAGroup) {
   // resident, nor sdxl 32x32 C=2560 (78 KB), which splits
   if (!clusters()) GTEST_SKIP() << "the device has no thread-block clusters (or HIPGN_CLUSTERS=0)";
   const Layout cl = Layout::channels_last;
-  struct Case {
-    Shape s;
-    const char* want;
-    int parts;
-  };
-  for (const Case& c : {Case{Shape{2, 1920, {32, 32}, 32}, "gn_fwd_f16_f16_cl_swish_onchip_b1024_v4_e8", 2},
-                        Case{Shape{2, 1280, {32, 32}, 32}, "gn_fwd_f16_f16_cl_swish_onchip_b512_v4_e8", 3},
-                        Case{Shape{1, 512, {64, 64}, 32}, "gn_fwd_f16_f16_cl_swish_onchip_b256_v4_e8", 8},
-                        Case{Shape{2, 1280, {16, 16}, 32}, "gn_fwd_f16_f16_cl_swish_onchip_b512_v4_e8", 1}}) {
-    if (!Registry::global().find(c.want)) continue;  // a smaller preset
-    const Instance* inst = choose(c.s, cl);
-    ASSERT_NE(inst, nullptr);
-    EXPECT_EQ(inst->name(), c.want);
-    const Problem p = make_problem(c.s, DataType::f16, DataType::f16, cl, Activation::swish);
-    EXPECT_EQ(inst->onchip_parts(p).parts, c.parts) << inst->name();
-  }
+  expect_parts(Shape{2, 1920, {32, 32}, 32}, cl, "gn_fwd_f16_f16_cl_swish_onchip_b1024_v4_e8", 2);
+  expect_parts(Shape{2, 1280, {32, 32}, 32}, cl, "gn_fwd_f16_f16_cl_swish_onchip_b512_v4_e8", 3);
+  expect_parts(Shape{1, 512, {64, 64}, 32}, cl, "gn_fwd_f16_f16_cl_swish_onchip_b256_v4_e8", 8);
+  expect_parts(Shape{2, 1280, {16, 16}, 32}, cl, "gn_fwd_f16_f16_cl_swish_onchip_b512_v4_e8", 1);
   EXPECT_NE(choose({2, 320, {64, 64}, 32}, cl)->spec().family, Family::onchip);
   EXPECT_EQ(choose({2, 2560, {32, 32}, 32}, cl)->spec().family, Family::split);
 }
@@ -563,22 +562,10 @@ TEST(Heuristics, ChannelsFirstGroupsOf8KTo64KTakeAClusterAGroup) {
   // sd15_64x640 (81920 elements), which splits, nor layer_norm_32x64 (below 8 KB a compute unit)
   if (!clusters()) GTEST_SKIP() << "the device has no thread-block clusters (or HIPGN_CLUSTERS=0)";
   const Layout cf = Layout::channels_first;
-  struct Case {
-    Shape s;
-    const char* want;
-    int parts;
-  };
-  for (const Case& c : {Case{Shape{2, 640, {32, 32}, 32}, "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e2", 5},
-                        Case{Shape{2, 1280, {32, 32}, 32}, "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4", 5},
-                        Case{Shape{2, 320, {64, 64}, 32}, "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4", 5},
-                        Case{Shape{1, 512, {64, 64}, 32}, "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4", 8}}) {
-    if (!Registry::global().find(c.want)) continue;  // a smaller preset
-    const Instance* inst = choose(c.s, cf);
-    ASSERT_NE(inst, nullptr);
-    EXPECT_EQ(inst->name(), c.want);
-    const Problem p = make_problem(c.s, DataType::f16, DataType::f16, cf, Activation::swish);
-    EXPECT_EQ(inst->onchip_parts(p).parts, c.parts) << inst->name();
-  }
+  expect_parts(Shape{2, 640, {32, 32}, 32}, cf, "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e2", 5);
+  expect_parts(Shape{2, 1280, {32, 32}, 32}, cf, "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4", 5);
+  expect_parts(Shape{2, 320, {64, 64}, 32}, cf, "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4", 5);
+  expect_parts(Shape{1, 512, {64, 64}, 32}, cf, "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4", 8);
   EXPECT_NE(choose({2, 640, {64, 64}, 32}, cf)->spec().family, Family::onchip);
   EXPECT_NE(choose({2, 64, {32, 32}, 1}, cf)->spec().family, Family::onchip);
 }
