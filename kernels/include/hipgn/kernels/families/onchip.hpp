@@ -438,13 +438,12 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_kernel(Params p
 }
 
 // Family onchip, forward of a group in parts: a thread-block cluster a group (Params::slices
-// workgroups, the cluster's ranks its parts, part_rows rows or, channels-first, vectors each;
-// the aligned body only; sm_90), so
-// that a group past what one workgroup holds stays on chip, x read once, and few large groups
-// spread over more compute units (Instance::onchip_parts: sd15_32x1920, 64 groups of 61440
-// elements, 13.6 us in 2 parts a group against the stream family's 19.6). Each part holds its
-// rows as fwd_onchip_rows does (its vectors as fwd_onchip_aligned does) and the parts exchange
-// their statistics once (exchange_parts).
+// workgroups, the cluster's ranks its parts, part_rows rows or, channels-first, vectors of the
+// aligned body each; sm_90), so that a group past what one workgroup holds stays on chip, x
+// read once, and large groups spread over more compute units (Instance::onchip_parts:
+// sd15_32x1920 channels-last, 64 groups of 61440 elements, 13.6 us in 2 parts a group against
+// the stream family's 19.6). Each part holds its rows as fwd_onchip_rows does (its vectors as
+// fwd_onchip_aligned does) and the parts exchange their statistics once (exchange_parts).
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_parts_kernel(Params p) {
 #if defined(HIPGN_CLUSTERS)
