@@ -111,6 +111,9 @@ class Targets(unittest.TestCase):
             self.assertGreater(t.compute_units * t.l2_bytes, 0)
             self.assertGreater(t.shared_bytes_per_cu, 0)
             self.assertLessEqual(t.shared_bytes_per_block, t.shared_bytes_per_cu)
+            # thread-block clusters are NVIDIA's (sm_90 on); hipgn's cluster code compiles on
+            # NVIDIA only (kernels/.../primitives/cluster.hpp), so an AMD part declares none
+            self.assertTrue(t.cluster_workgroups == 0 or t.platform == "nvidia", t.arch)
         for platform in v.PLATFORMS:
             self.assertTrue(v.default_targets(platform), platform)
 
