@@ -30,6 +30,9 @@ constexpr double kResidentClFwdBytesPerCu = 48 << 10;
 // The channels-last forward's onchip family in parts below this many bytes of x a compute unit
 // (below).
 constexpr double kOnchipPartsClFwdBytesPerCu = 72 << 10;
+// The channels-last onchip forward's groups in parts: from this many elements, parts enough
+// that the workgroups cover half the compute units before the fewest parts (better()).
+constexpr std::int64_t kOnchipPartsSpreadFromElements = 16384;
 // The onchip forward's (and channels-last backward's) most threads a workgroup where fewer hold
 // the group too (better()).
 constexpr int kOnchipMostThreads = 512;
@@ -567,9 +570,9 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
   if (x.vector != y.vector) return x.vector > y.vector;
   if (x.family == Family::onchip && p.op == Op::fwd && p.group_elements() >= kOnchipPartsFromElements) {
     // groups that may be held in parts (Instance::onchip_parts): the instance whose slots the
-    // group's part fills most (in eighths); then channels-last the fewest parts, or the most
-    // where the groups are fewer than a quarter of the compute units, and channels-first the
-    // most. H100, fp16 / bf16 SiLU, L2-cold, bench.py --best, 2026-11-28 (bench/NOTES.md, "A
+    // group's part fills most (in eighths); then channels-last the fewest parts (of those that
+    // cover half the compute units, from kOnchipPartsSpreadFromElements), or the most where the
+    // groups are fewer than a quarter of the compute units, and channels-first the most. H100, fp16 / bf16 SiLU, L2-cold, bench.py --best, 2026-11-28 (bench/NOTES.md, "A
     // group in parts"). Channels-last: sd15_32x1920 1024 x 4 x 8 in 2 parts 13.6 us against
     // 512 x 4 x 8 in 4 16.2 and 256 x 4 x 8 in 8 14.7 (the three fill 94%); sd15_32x1280 512 x
     // 4 x 8 in 3 (83%) 10.2 against 1024 x 4 x 8 in 2 (62%) 10.9 and 256 x 4 x 8 in 6 (83%)
@@ -588,6 +591,14 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     if (fa != fb) return fa > fb;
     if (pa.parts != pb.parts) {
       const bool most = p.layout == Layout::channels_first || 4 * p.num_groups() < cus;
+      if (!most && p.group_elements() >= kOnchipPartsSpreadFromElements) {
+        // channels-last groups of 16K elements or more: not so few parts that half the compute
+        // units stay idle (sd15_32x960, 30720 elements: 512 x 2 x 16 in 2 parts 9.0 / 9.0 us
+        // against 1024 x 2 x 16 whole 10.0 / 10.1); smaller groups pay more for parts than
+        // for idle units (sd15_16x1280, 10240: 512 x 4 x 8 whole 5.3 against 256 x 4 x 8 in 2 5.9)
+        const bool spread_a = 2 * p.num_groups() * pa.parts >= cus, spread_b = 2 * p.num_groups() * pb.parts >= cus;
+        if (spread_a != spread_b) return spread_a;
+      }
       return most == (pa.parts > pb.parts);
     }
   }
