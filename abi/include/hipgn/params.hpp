@@ -212,8 +212,9 @@ struct Params {
   // The stream family (stream_fwd.hpp, stream_bwd.hpp): items = N x parts (p.slices), a part
   // part_rows rows of a sample. Forward: partials are [items, G] (mean, M2) pairs, group_stats
   // [N * G] (mean, rstd) pairs. Backward: partials [items, C] (S1, S2) pairs, group_stats
-  // [items, G] (gamma S1, gamma S2) pairs. The channels-last onchip forward in parts
-  // (fwd_onchip_parts_kernel): a group's `slices` parts of part_rows rows, a cluster a group.
+  // [items, G] (gamma S1, gamma S2) pairs. The onchip forward in parts
+  // (fwd_onchip_parts_kernel): a group's `slices` parts of part_rows rows (channels-first,
+  // vectors of its aligned body), a cluster a group.
   std::int64_t part_rows;
   float* group_stats;
   // The channels-first stream forward (stream_fwd_cf.hpp): the flat tensor's aligned vectors
