@@ -153,6 +153,19 @@ __device__ __forceinline__ Stats exchange_parts(const Params& p, int part, float
 #endif
 }
 
+// The channels-last rows of a group that a workgroup holds, and the first one's offset: all of
+// them, or with kParts part `part`'s, part_rows from part * part_rows (the last part the rest).
+struct HeldRows {
+  int rows;
+  std::int64_t base;
+};
+template <bool kParts, typename View>
+__device__ __forceinline__ HeldRows held_rows(const Params& p, const View& view, int part) {
+  if constexpr (!kParts) return {int(p.spatial_size), view.base};
+  const int begin = part * int(p.part_rows);
+  return {min(int(p.part_rows), int(p.spatial_size) - begin), view.base + std::int64_t(begin) * p.row_stride};
+}
+
 // Family onchip, channels-last: a thread keeps one vector column of the group's rows and walks
 // the rows (positions) R = block / columns apart, up to kPerThread of them (onchip_cl_rows), so
 // a vector's place is a pointer step, not a division, and its channels' gamma and beta are
@@ -171,13 +184,7 @@ __device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
   using X = typename Traits::XType;
   const int columns = int(p.vectors_per_row.divisor);
-  int rows = int(p.spatial_size);
-  std::int64_t base = view.base;
-  if constexpr (kParts) {
-    const int begin = part * int(p.part_rows);
-    rows = min(int(p.part_rows), rows - begin);
-    base += std::int64_t(begin) * p.row_stride;
-  }
+  const auto [rows, base] = held_rows<kParts>(p, view, part);
   const int R = B / columns, t = threadIdx.x;
   const int r0 = t / columns, column = t - r0 * columns;
   const bool active = r0 < R;
@@ -604,6 +611,51 @@ __device__ __forceinline__ void store_held_dx(const Params& p, std::int64_t firs
   }
 }
 
+// The onchip backward's parts of a group (bwd_onchip_parts_kernel) add up their sums through
+// distributed shared memory, no workspace and no second launch: each part leaves its (A, B)
+// terms and its per-channel sums (dgamma's and dbeta's, a slot a channel of the group) in its
+// own shared memory; a cluster barrier publishes them; every part reads every part's (A, B) in
+// part order, so all have the group's to the same bits, and the first part reads every part's
+// channel sums and stores them as one workgroup a group does. The barrier that keeps each
+// part's shared memory alive while peers read it is arrived at once the reads are done and
+// waited for at the kernel's end, after dx.
+struct PartSums {
+  float2 ab;
+  float2 channel[kOnchipPartsBwdChannels];
+};
+
+// Every thread of every part, once `mine` holds this part's sums (ab from thread 0 where the op
+// writes dx, channel[c] for c < channels where it wants channel sums): the group's (A, B) in
+// `ab`, and the first part's stores of the group's per-channel sums.
+template <typename Traits>
+__device__ __forceinline__ void add_parts(const Params& p, PartSums& mine, std::int64_t sample, std::int64_t channel0,
+                                          int channels, float (&ab)[2]) {
+#if defined(HIPGN_CLUSTERS)
+  cluster_sync();
+  const int parts = int(p.slices);
+  if (wants_channel_sums<Traits>(p) && cluster_rank() == 0) {
+    for (int c = int(threadIdx.x); c < channels; c += Traits::kBlockSize) {
+      float2 t = make_float2(0.f, 0.f);
+      for (int r = 0; r < parts; ++r) {
+        const float2 v = dsmem::load_pair(&mine.channel[c], r);
+        t.x += v.x, t.y += v.y;
+      }
+      store_channel_sums(p, sample, channel0 + c, t.x, t.y);
+    }
+  }
+  if constexpr (kWritesDx<Traits>) {
+    ab[0] = ab[1] = 0.f;
+    for (int r = 0; r < parts; ++r) {
+      const float2 v = dsmem::load_pair(&mine.ab, r);
+      ab[0] += v.x, ab[1] += v.y;
+    }
+  }
+  cluster_arrive_relaxed();  // this part's reads of its peers are done; waited for at the kernel's end
+#else
+  (void)p, (void)mine, (void)sample, (void)channel0, (void)channels, (void)ab;  // never launched without clusters
+#endif
+}
+
 // Family onchip, channels-last: the forward's rows mapping (fwd_onchip_rows) for the backward.
 // A thread keeps one vector column of the group and walks its rows R = block / columns apart,
 // so its V channels' sums of dy' and dy' (x - mean) stay in registers over its rows and only
@@ -612,21 +664,26 @@ __device__ __forceinline__ void store_held_dx(const Params& p, std::int64_t firs
 // located every vector by a division. x and dy are held as loaded (16-bit types: half the
 // registers) where fp32 terms would not fit a thread's share of the register file, and their
 // terms computed again for dx (bench/NOTES.md, "The channels-last onchip backward by rows").
-template <typename Traits>
+//
+// With kParts (bwd_onchip_parts_kernel), the workgroup is part `part` of a thread-block cluster
+// that holds the group: its rows part * part_rows on, up to part_rows of them, whose sums the
+// parts add up through `sums` (add_parts).
+template <typename Traits, bool kParts = false>
 __device__ __forceinline__ void bwd_onchip_rows(const Params& p, const GroupView<Traits>& view, std::int64_t sample,
                                                 std::int64_t g, float mean, float rstd, float* s1, float* s2,
-                                                GroupArrival& arrival) {
+                                                GroupArrival& arrival, PartSums* sums = nullptr, int part = 0) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
   constexpr bool kHoldTerms = kOnchipHoldsTerms<Traits>;
   using T = typename Traits::XType;
   using VecT = Vec<T, V>;
-  const int columns = int(p.vectors_per_row.divisor), rows = int(p.spatial_size);
+  const int columns = int(p.vectors_per_row.divisor);
+  const auto [rows, base] = held_rows<kParts>(p, view, part);
   const int R = B / columns, t = threadIdx.x;
   const int r0 = t / columns, column = t - r0 * columns;
   // the rows this thread holds, and the most any thread of the workgroup holds
   const int mine = r0 < R && r0 < rows ? min(E, (rows - r0 + R - 1) / R) : 0;
   const int held = min(E, (rows + R - 1) / R);
-  const std::int64_t first = view.base + std::int64_t(r0) * p.row_stride + column * V;
+  const std::int64_t first = base + std::int64_t(r0) * p.row_stride + column * V;
   const std::int64_t step = std::int64_t(R) * p.row_stride;
   const T* xs = static_cast<const T*>(p.x) + first;
   const T* dys = static_cast<const T*>(p.dy) + first;
@@ -690,16 +747,28 @@ __device__ __forceinline__ void bwd_onchip_rows(const Params& p, const GroupView
         const int u = rows_slot(r * columns + c / V);
         t1 += r1[u], t2 += r2[u];
       }
-      store_warp_channel_sums(p, sample, view.channel0 + c, lane, t1, t2);
+      if constexpr (kParts) {  // this part's, added up by add_parts
+        t1 = warp_sum(t1), t2 = warp_sum(t2);
+        if (lane == 0) sums->channel[c] = make_float2(t1, t2);
+      } else {
+        store_warp_channel_sums(p, sample, view.channel0 + c, lane, t1, t2);
+      }
     }
-    arrive_after_sums<Traits>(p, g, arrival);
+    if constexpr (!kParts) arrive_after_sums<Traits>(p, g, arrival);
   }
+  // dx = rstd (gamma dy' - A/M - xhat B/M) = slope dy' + dslope (x - mean) + dconst
+  float ab[2] = {0.f, 0.f};
   if constexpr (kWritesDx<Traits>) {
-    // dx = rstd (gamma dy' - A/M - xhat B/M) = slope dy' + dslope (x - mean) + dconst
-    float ab[2] = {0.f, 0.f};
 #pragma unroll
     for (int i = 0; i < V; ++i) ab[0] += gamma[i] * c1[i], ab[1] += gamma[i] * c2[i];
     block_sum_array<B>(ab);
+  }
+  if constexpr (kParts) {
+    if (kWritesDx<Traits> && t == 0) sums->ab = make_float2(ab[0], ab[1]);
+    add_parts<Traits>(p, *sums, sample, view.channel0, columns * V, ab);
+    if (part == 0) arrive_after_sums<Traits>(p, g, arrival);
+  }
+  if constexpr (kWritesDx<Traits>) {
     const float inv_m = 1.f / float(p.group_elements);
     float dconst[V], dslope[V];  // the group's, the same for every channel
 #pragma unroll
@@ -884,6 +953,33 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p
   arrival.finish(p, view, g);
 }
 
+// Family onchip, channels-last backward of a group in parts: a thread-block cluster a group
+// (Params::slices workgroups, the cluster's ranks its parts, part_rows rows each; sm_90), so that
+// a group past what one workgroup holds keeps x and dy on chip, read once, and large groups
+// spread over more compute units (Instance::onchip_parts). Each part holds its rows as
+// bwd_onchip_rows does; the parts add up their sums once (add_parts), and the first part stores
+// the group's channel sums and arrives for dgamma and dbeta as one workgroup a group does.
+// Channels-first has none: its parts of 4096 elements (fp32 terms held) ran behind the split
+// family on every SD shape measured (bench/NOTES.md, "The backward in parts"); nor has the op of
+// dgamma and dbeta alone (off the training step, which runs the fused op), whose parts kernel
+// spilled 12-24 bytes (bf16, 256 x 8 x 2 and 512 x 8 x 4).
+template <typename Traits>
+__global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_parts_kernel(Params p) {
+  static_assert(Traits::kLayout == Layout::channels_last && kWritesDx<Traits>, "the channels-last dx's rows only");
+#if defined(HIPGN_CLUSTERS)
+  constexpr int kSlots = Traits::kBlockSize * Traits::kVectorSize;
+  __shared__ float s1[kSlots + kSlots / 32], s2[kSlots + kSlots / 32];  // bwd_onchip_rows pads
+  __shared__ PartSums sums;
+  const std::int64_t group = cluster_index(), sample = group_sample(p, group), g = group - sample * p.groups_per_sample;
+  const int part = int(cluster_rank());
+  const GroupView<Traits> view(p, group);
+  GroupArrival arrival;
+  bwd_onchip_rows<Traits, true>(p, view, sample, g, p.mean[group], p.rstd[group], s1, s2, arrival, &sums, part);
+  if (part == 0) arrival.finish(p, view, g);
+  cluster_wait();  // no part leaves while a peer may still read its sums (add_parts)
+#endif
+}
+
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_columns_kernel(Params p) {
   bwd_onchip_columns<Traits>(p, blockIdx.x);
@@ -922,6 +1018,15 @@ struct FamilyLauncher<Family::onchip> {
       fwd_onchip_kernel<Traits><<<dim3(p.num_groups), dim3(Traits::kBlockSize), 0, stream>>>(p);
       return hipGetLastError();
     } else {
+      if constexpr (Traits::kLayout == Layout::channels_last && kWritesDx<Traits>) {
+        if (p.slices > 1) {  // the runtime asks for parts only where the device has clusters
+          hipError_t e = hipErrorInvalidValue;
+          launch_clusters(&bwd_onchip_parts_kernel<Traits>, p, Traits::kBlockSize, 0, int(p.slices), p.num_groups,
+                          stream, &e, false);
+          if (e != hipSuccess) return e;
+          return gamma_beta_by_arrival<Traits>(p) ? hipGetLastError() : launch_grid_gamma_beta<Traits>(p, stream);
+        }
+      }
       // span mode stages 2 M floats (bwd_onchip_span)
       const std::size_t staged = p.span ? std::size_t(p.group_elements) * 2 * sizeof(float) : 0;
       bwd_onchip_kernel<Traits><<<dim3(p.num_groups), dim3(Traits::kBlockSize), staged, stream>>>(p);

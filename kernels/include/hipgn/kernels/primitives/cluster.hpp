@@ -97,6 +97,15 @@ __device__ __forceinline__ void pair(float2* slot, int peer, std::uint64_t* bar,
                "f"(v.x), "f"(v.y), "r"(dst_bar)
                : "memory");
 }
+// Reads the pair at `slot` of workgroup `peer` (the same offset in its shared memory), after a
+// cluster barrier with release and acquire (cluster_sync) ordered its store before.
+__device__ __forceinline__ float2 load_pair(const float2* slot, int peer) {
+  std::uint32_t at;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(at) : "r"(bulk::smem_address(slot)), "r"(peer));
+  float2 v;
+  asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(at) : "memory");
+  return v;
+}
 }  // namespace dsmem
 
 // Channels-first: one (mean, M2) pair a workgroup an item (its slice of a group).
