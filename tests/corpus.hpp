@@ -34,6 +34,7 @@ inline const std::vector<Shape>& shape_corpus() {
       {3, 160, {}, 1},            // no spatial dimensions: (N, C) alone
       {1, 48, {2, 3}, 16},        // C/G = 3, tiny
       {2, 32, {33, 47}, 4},       // C/G = 8, odd 2-D spatial: 12408-element groups
+      {2, 14, {40, 40}, 2},       // C/G = 7 of 1600 positions: channels-first parts that cut a channel's row
       {2, 16, {7, 11, 3}, 4},     // C/G = 4, 3-D spatial 231: two groups a 16-byte column
       {3, 24, {37}, 12},          // C/G = 2, 1-D prime spatial: four groups a 16-byte column
       // rows long enough that the channels-first split backward cuts them into pieces (params.hpp:

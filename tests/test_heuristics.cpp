@@ -525,14 +525,15 @@ TEST(Heuristics, SmallChannelsLastTensorsOfWideGroupsSplit) {
   if (!clusters()) EXPECT_EQ(choose({2, 1920, {32, 32}, 32}, cl)->spec().family, Family::stream);
 }
 
-// The fp16 forward of s in this layout dispatches to `want` (where the preset has it), which
-// holds a group in `parts` parts (Instance::onchip_parts).
-void expect_parts(const Shape& s, Layout layout, const char* want, int parts) {
+// The fp16 op (the forward unless said) of s in this layout dispatches to `want` (where the
+// preset has it), which holds a group in `parts` parts (Instance::onchip_parts).
+void expect_parts(const Shape& s, Layout layout, const char* want, int parts, Op op = Op::fwd) {
   if (!Registry::global().find(want)) return;  // a smaller preset
-  const Instance* inst = choose(s, layout);
+  const Instance* inst = choose(s, layout, DataType::f16, op);
   ASSERT_NE(inst, nullptr);
   EXPECT_EQ(inst->name(), want);
-  const Problem p = make_problem(s, DataType::f16, DataType::f16, layout, Activation::swish);
+  Problem p = make_problem(s, DataType::f16, DataType::f16, layout, Activation::swish);
+  p.op = op;
   EXPECT_EQ(inst->onchip_parts(p).parts, parts) << inst->name();
 }
 
@@ -568,6 +569,27 @@ TEST(Heuristics, ChannelsFirstGroupsOf8KTo64KTakeAClusterAGroup) {
   expect_parts(Shape{1, 512, {64, 64}, 32}, cf, "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4", 8);
   EXPECT_NE(choose({2, 640, {64, 64}, 32}, cf)->spec().family, Family::onchip);
   EXPECT_NE(choose({2, 64, {32, 32}, 1}, cf)->spec().family, Family::onchip);
+}
+
+TEST(Heuristics, ChannelsLastBackwardOfFewWideGroupsTakesAClusterAGroup) {
+  // where the device has clusters, channels-last groups past 32K elements of C/G spanning 64
+  // bytes or more, below 60 KB of x a compute unit: the onchip backward in parts, 4-byte vectors
+  // from 8192 elements, parts that cover half the compute units from 16K, then the fewest, or
+  // the most below a group a quarter of the compute units (bench/NOTES.md, "The backward in
+  // parts"): sd15_32x1920 and sd15_32x1280 512 x 2 x 32 in 2, g16_32x640 (32 groups) 512 x 2 x
+  // 16 in 3; within onchip's first rule sd15_32x640 (20480 elements) 512 x 2 x 16 in 2 and
+  // sd15_16x1280 (10240) 512 x 2 x 16 whole. Not vae_64x512 (32-byte runs) or sd15_64x320 (20),
+  // det 25x42 C=2048 (65 KB) or layer_norm_32x64 (2 groups).
+  if (!clusters()) GTEST_SKIP() << "the device has no thread-block clusters (or HIPGN_CLUSTERS=0)";
+  const Layout cl = Layout::channels_last;
+  expect_parts(Shape{2, 1920, {32, 32}, 32}, cl, "gn_bwd_f16_f16_cl_swish_onchip_b512_v2_e32", 2, Op::bwd);
+  expect_parts(Shape{2, 1280, {32, 32}, 32}, cl, "gn_bwd_f16_f16_cl_swish_onchip_b512_v2_e32", 2, Op::bwd);
+  expect_parts(Shape{2, 640, {32, 32}, 16}, cl, "gn_bwd_f16_f16_cl_swish_onchip_b512_v2_e16", 3, Op::bwd);
+  expect_parts(Shape{2, 640, {32, 32}, 32}, cl, "gn_bwd_f16_f16_cl_swish_onchip_b512_v2_e16", 2, Op::bwd);
+  expect_parts(Shape{2, 1280, {16, 16}, 32}, cl, "gn_bwd_f16_f16_cl_swish_onchip_b512_v2_e16", 1, Op::bwd);
+  for (const Shape& s : {Shape{1, 512, {64, 64}, 32}, Shape{2, 320, {64, 64}, 32}, Shape{2, 2048, {25, 42}, 32},
+                         Shape{2, 64, {32, 32}, 1}})
+    EXPECT_NE(choose(s, cl, DataType::f16, Op::bwd)->spec().family, Family::onchip);
 }
 
 TEST(Heuristics, SmallChannelsLastTensorsGoResident) {
@@ -635,6 +657,9 @@ TEST(Heuristics, ChannelsLastBackwardStreamsFromFourMegabytes) {
 
 TEST(Heuristics, ChannelsLastBackwardSplitsFewWideGroupsFromC1024) {
   // SD 32x32 C=1280: 5.2 MB, 64 groups of C/G = 40
+  if (clusters())
+    GTEST_SKIP() << "the onchip backward in parts takes this shape where the device has clusters "
+                    "(heuristics_without_clusters runs this test)";
   if (!reaches(Family::split, {2, 1280, {32, 32}, 32}, Layout::channels_last, Op::bwd))
     GTEST_SKIP() << "no backward split instance of this build reaches SD 32x32 C=1280 channels-last";
   const Instance* inst = choose({2, 1280, {32, 32}, 32}, Layout::channels_last, DataType::f16, Op::bwd);
@@ -676,8 +701,10 @@ TEST(Heuristics, ChannelsLastBackwardStreamsFewWideGroupsFrom48KbACu) {
 // backward by rows").
 TEST(Heuristics, SmallChannelsLastBackwardsHoldOrStreamFewGroupsAndLoopTinyOnes) {
   expect_families({// sd15_16x640 (C/G = 20, 5120 elements) and sd15_32x320 (10240) in a workgroup each;
-                   // g16_32x640 (C/G = 40, 40960 elements, past 32K; 20 KB a compute unit): stream
-                   FamilyCase{{2, 640, {16, 16}, 32}, Family::onchip}, FamilyCase{{2, 640, {32, 32}, 16}, Family::stream},
+                   // g16_32x640 (C/G = 40, 40960 elements, past 32K; 20 KB a compute unit): stream,
+                   // or where the device has clusters the onchip backward in parts
+                   FamilyCase{{2, 640, {16, 16}, 32}, Family::onchip},
+                   FamilyCase{{2, 640, {32, 32}, 16}, clusters() ? Family::onchip : Family::stream},
                    FamilyCase{{2, 320, {32, 32}, 32}, Family::onchip},
                    // instance_norm_32x64 (C/G = 1): onchip, a workgroup a column of channels
                    // (bwd_onchip_columns); C/G = 3 (no vector for onchip or split): looped

@@ -30,6 +30,12 @@ constexpr double kResidentClFwdBytesPerCu = 48 << 10;
 // The channels-last forward's onchip family in parts below this many bytes of x a compute unit
 // (below).
 constexpr double kOnchipPartsClFwdBytesPerCu = 72 << 10;
+// The channels-last onchip backward's groups past 32K elements in parts below this many bytes
+// of x a compute unit, where C/G spans at least this many bytes (below).
+constexpr double kOnchipPartsClBwdBytesPerCu = 60 << 10;
+constexpr int kOnchipPartsClBwdRunBytes = 64;
+// ... and from this many groups a compute unit (below).
+constexpr double kOnchipPartsClBwdFromGroupsPerCu = 0.2;
 // The channels-last onchip forward's groups in parts: from this many elements, parts enough
 // that the workgroups cover half the compute units before the fewest parts (better()).
 constexpr std::int64_t kOnchipPartsSpreadFromElements = 16384;
@@ -287,6 +293,24 @@ RuleTables sm_90() {
       // vector take a column of V channels a workgroup (bwd_onchip_columns): instance_norm_32x64,
       // C/G = 1, 7.7 / 7.5 us fp16 / bf16 against the looped family's 12.1 / 11.9 (the same run).
       {Family::onchip, 2.0, 0, "channels-last: few groups that fit on chip", 32768, Rule::kChannelsLast},
+      // ... and past 32K elements, fewer groups than compute units whose C/G channels span 64
+      // bytes or more, below 60 KB of x a compute unit: a thread-block cluster a group where
+      // the device has them, the onchip backward in parts (bwd_onchip_parts_kernel,
+      // Instance::onchip_parts; x and dy read once in one launch). Measured on an H100 (fp16 /
+      // bf16 SiLU, L2-cold, bench.py --best, 2026-11-28; bench/NOTES.md, "The backward in
+      // parts"): sd15_32x1920 (58 KB, 120-byte runs) 512 x 2 x 32 in 2 parts 21.3 / 21.6 us
+      // against stream 24.4; g16_32x640 (80 bytes) 512 x 2 x 16 in 3 11.8 / 11.8 against
+      // stream 16.1; sd15_32x1280 (80 bytes) 17.0 / 17.2 at best against split 19.5. Not
+      // narrower runs (vae_64x512, 32 bytes: 17.0 at best, stream 17.2, 512 x 2 x 16 in 4 18.6;
+      // sd15_64x320, 20 bytes: 19.1 stream, 512 x 2 x 16 in 3 24.6), nor det_25x42x2048 (65 KB:
+      // stream 25.0, 512 x 2 x 16 in 5 29.5) or sdxl_32x2560 (78 KB: stream 31.8); nor a
+      // handful of groups, a few workgroups in all (layer_norm_32x64, 2 groups of 65536, stays
+      // resident; unmeasured in parts, as the split rule's 0.2 groups a compute unit above).
+      Rule{Family::onchip, 1.0, 0, "channels-last, few large groups of wide rows: a thread-block cluster a group",
+           std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast, std::numeric_limits<std::int64_t>::max(),
+           kOnchipPartsClBwdFromGroupsPerCu}
+          .bytes_per_cu(0, kOnchipPartsClBwdBytesPerCu)
+          .runs_from(kOnchipPartsClBwdRunBytes),
       // Channels-last, measured on an H100, fp16 SiLU, L2-cold, every instance (bench/NOTES.md,
       // "The stream backward"). The stream family (stream_bwd.hpp) reads x and dy twice in two
       // pure streams and pays ~15 us of fixed latency; from ~4 MB of x it beats the resident
@@ -568,7 +592,7 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     if ((x.vector == 2) != (y.vector == 2)) return x.vector == 2;
   }
   if (x.vector != y.vector) return x.vector > y.vector;
-  if (x.family == Family::onchip && p.op == Op::fwd && p.group_elements() >= kOnchipPartsFromElements) {
+  if (x.family == Family::onchip && p.group_elements() >= kOnchipPartsFromElements) {
     // groups that may be held in parts (Instance::onchip_parts): the instance whose slots the
     // group's part fills most (in eighths); then channels-last the fewest parts (of those that
     // cover half the compute units, from kOnchipPartsSpreadFromElements), or the most where the
@@ -581,14 +605,18 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     // Channels-first: sd15_32x960 256 x 8 x 2 in 8 7.3 against 256 x 8 x 4 in 4 8.2 and 512 x
     // 8 x 8 whole 10.1 (94% each); sd15_16x1920 256 x 8 x 1 in 8 5.5, 256 x 8 x 2 in 4 5.4,
     // 256 x 8 x 4 in 2 6.3; vae_64x512 256 x 8 x 4 in 8 8.5 against 512 x 8 x 8 in 2 10.1; not
-    // sd15_32x1920 (512 x 8 x 8 in 2 12.0 against 256 x 8 x 4 in 8 13.7).
+    // sd15_32x1920 (512 x 8 x 8 in 2 12.0 against 256 x 8 x 4 in 8 13.7). The backward
+    // (channels-last) without the fill: the full slots of 256 x 2 x 8 in 5 parts ran 15.1 us on
+    // sd15_32x640 and 18.5 on sd15_16x2560 where the fastest instance ran 11.9 and 11.5, and 9.5
+    // in 3 parts on sd15_16x1280 against 512 x 2 x 16 whole's 8.6 (H100, fp16, bench.py --best,
+    // 2026-11-28; bench/NOTES.md, "The backward in parts").
     const Instance::OnchipParts pa = a.onchip_parts(p), pb = b.onchip_parts(p);
     const std::int64_t unit = p.layout == Layout::channels_last ? p.channels_per_group() : x.vector;
     const auto eighths = [&](const InstanceSpec& s, const Instance::OnchipParts& q) {
       return 8 * unit * q.part_rows / (std::int64_t(s.block) * s.per_thread * s.vector);
     };
     const std::int64_t fa = eighths(x, pa), fb = eighths(y, pb);
-    if (fa != fb) return fa > fb;
+    if (p.op == Op::fwd && fa != fb) return fa > fb;
     if (pa.parts != pb.parts) {
       const bool most = p.layout == Layout::channels_first || 4 * p.num_groups() < cus;
       if (!most && p.group_elements() >= kOnchipPartsSpreadFromElements) {

@@ -164,7 +164,12 @@ Instance::StreamItems Instance::stream_items(const Problem& p, int compute_units
 
 Instance::OnchipParts Instance::onchip_parts(const Problem& p) const {
   OnchipParts r;
-  if (spec_.family != Family::onchip || p.op != Op::fwd || p.uneven()) return r;
+  // (the backward's parts are channels-last ops that write dx only: families/onchip.hpp,
+  // bwd_onchip_parts_kernel)
+  const bool backward = describe(p.op).backward;
+  if (spec_.family != Family::onchip || p.uneven() ||
+      (backward && (p.layout == Layout::channels_first || p.op == Op::dgb)))
+    return r;
   // a part's units: channels-last rows of the group (fwd_onchip_rows), channels-first vectors of
   // its aligned body (fwd_onchip_aligned; a spatial size the vector does not divide is peeled,
   // in one workgroup)
@@ -185,7 +190,8 @@ Instance::OnchipParts Instance::onchip_parts(const Problem& p) const {
   // as few parts as hold the group, only for groups of kOnchipPartsFromElements or more, and no
   // more than a portable cluster has
   const int most = std::min(cluster_launch_max(), kClusterPortable);
-  if (p.group_elements() < kOnchipPartsFromElements || need > most) {
+  if (p.group_elements() < kOnchipPartsFromElements || need > most ||
+      (backward && p.channels_per_group() > kOnchipPartsBwdChannels)) {
     r.parts = 0;
     return r;
   }
@@ -275,6 +281,9 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
                ? std::string(" (the device has no thread-block clusters to hold it in parts)")
            : p.group_elements() < kOnchipPartsFromElements
                ? " (groups below " + std::to_string(kOnchipPartsFromElements) + " elements are not held in parts)"
+           : describe(p.op).backward && p.channels_per_group() > kOnchipPartsBwdChannels
+               ? " (a backward's groups of more than " + std::to_string(kOnchipPartsBwdChannels) +
+                     " channels are not held in parts)"
                : " in each of a cluster's " + std::to_string(kClusterPortable) + " parts";
   };
   if (family.holds_group && (parts.parts == 0 || (parts.parts == 1 && p.group_elements() > spec_.chunk_elements())))

@@ -61,8 +61,9 @@ extern const char* const kInstanceNameGrammar;
 
 using LaunchFn = hipError_t (*)(const Params&, hipStream_t);
 
-// The onchip forward holds a group in parts (Instance::onchip_parts) from groups of this many
-// elements, either layout: a cluster's launch and exchange cost ~0.5-0.7 us, which only larger
+// The onchip family holds a group in parts (Instance::onchip_parts) from groups of this many
+// elements, either layout, either direction (the backward's measured in bench/NOTES.md, "The
+// backward in parts"): a cluster's launch and exchange cost ~0.5-0.7 us, which only larger
 // groups repay. Measured on an H100 (fp16 SiLU, L2-cold, bench.py --best, 2026-11-28; bench/
 // NOTES.md, "A group in parts"), one workgroup a group against the fastest instance in parts:
 // sd15_8x1280 (2560 elements) 3.1 us against 3.8, sd15_16x640 (5120) 4.5 against 4.6,
@@ -127,11 +128,12 @@ class Instance {
   };
   StreamItems stream_items(const Problem&, int compute_units) const;
 
-  // The onchip forward's parts of a group (kernels/include/hipgn/kernels/families/onchip.hpp:
-  // fwd_onchip_parts_kernel): where the group has more units than one workgroup of this
-  // instance holds (channels-last rows, channels-first vectors of its aligned body), a
-  // thread-block cluster of `parts` workgroups a group, part_rows units each, if the device has
-  // clusters (hipgn/clusters.hpp) and the group is large enough (kOnchipPartsFromElements);
+  // The onchip family's parts of a group (kernels/include/hipgn/kernels/families/onchip.hpp:
+  // fwd_onchip_parts_kernel, bwd_onchip_parts_kernel): where the group has more units than one
+  // workgroup of this instance holds (channels-last rows, channels-first vectors of its aligned
+  // body), a thread-block cluster of `parts` workgroups a group, part_rows units each, if the
+  // device has clusters (hipgn/clusters.hpp), the group is large enough
+  // (kOnchipPartsFromElements) and, backward, of at most kOnchipPartsBwdChannels channels;
   // parts 1 is a workgroup a group (every other instance); parts 0, the group does not fit.
   // Support, launch and the heuristics follow it.
   struct OnchipParts {
