@@ -69,9 +69,9 @@ bool built(Family f, DataType dt = DataType::f16, Layout layout = Layout::channe
   return false;
 }
 
-// Whether this device launches thread-block clusters, which hold the channels-last onchip
-// forward's large groups in parts (Instance::onchip_parts): without a GPU, or with
-// HIPGN_CLUSTERS=0, it does not, and those groups take the other families.
+// Whether this device launches thread-block clusters, which hold the onchip family's large
+// groups in parts (Instance::onchip_parts): with HIPGN_CLUSTERS=0 it does not, and those groups
+// take the other families.
 bool clusters() { return cluster_launch_max() >= 2; }
 
 // Whether some built instance of family f supports the problem (presets differ in reach).

@@ -242,8 +242,8 @@ struct Params {
 
 // The onchip backward in parts (bwd_onchip_parts_kernel): each part leaves its per-channel sums
 // in its shared memory for the cluster's first part to add, a slot a channel of the group, so
-// groups of at most this many channels (Instance::onchip_parts); the suite's widest held in
-// parts is sdxl_32x2560's 80.
+// groups of at most this many channels (Instance::onchip_parts); the suite's widest group,
+// sdxl_32x2560's, has 80.
 inline constexpr int kOnchipPartsBwdChannels = 256;
 
 // The resident family's limits and shapes, shared by the runtime (support, workspace, launch

@@ -624,9 +624,9 @@ struct PartSums {
   float2 channel[kOnchipPartsBwdChannels];
 };
 
-// Every thread of every part, once `mine` holds this part's sums (ab from thread 0 where the op
-// writes dx, channel[c] for c < channels where it wants channel sums): the group's (A, B) in
-// `ab`, and the first part's stores of the group's per-channel sums.
+// Every thread of every part, once `mine` holds this part's sums (ab from thread 0, channel[c]
+// for c < channels where the op wants channel sums): the group's (A, B) in `ab`, and the first
+// part's stores of the group's per-channel sums. (Only ops that write dx take parts.)
 template <typename Traits>
 __device__ __forceinline__ void add_parts(const Params& p, PartSums& mine, std::int64_t sample, std::int64_t channel0,
                                           int channels, float (&ab)[2]) {
@@ -643,12 +643,10 @@ __device__ __forceinline__ void add_parts(const Params& p, PartSums& mine, std::
       store_channel_sums(p, sample, channel0 + c, t.x, t.y);
     }
   }
-  if constexpr (kWritesDx<Traits>) {
-    ab[0] = ab[1] = 0.f;
-    for (int r = 0; r < parts; ++r) {
-      const float2 v = dsmem::load_pair(&mine.ab, r);
-      ab[0] += v.x, ab[1] += v.y;
-    }
+  ab[0] = ab[1] = 0.f;
+  for (int r = 0; r < parts; ++r) {
+    const float2 v = dsmem::load_pair(&mine.ab, r);
+    ab[0] += v.x, ab[1] += v.y;
   }
   cluster_arrive_relaxed();  // this part's reads of its peers are done; waited for at the kernel's end
 #else
@@ -764,7 +762,7 @@ __device__ __forceinline__ void bwd_onchip_rows(const Params& p, const GroupView
     block_sum_array<B>(ab);
   }
   if constexpr (kParts) {
-    if (kWritesDx<Traits> && t == 0) sums->ab = make_float2(ab[0], ab[1]);
+    if (t == 0) sums->ab = make_float2(ab[0], ab[1]);
     add_parts<Traits>(p, *sums, sample, view.channel0, columns * V, ab);
     if (part == 0) arrive_after_sums<Traits>(p, g, arrival);
   }
