@@ -133,7 +133,8 @@ class Instance {
   // workgroup of this instance holds (channels-last rows, channels-first vectors of its aligned
   // body), a thread-block cluster of `parts` workgroups a group, part_rows units each, if the
   // device has clusters (hipgn/clusters.hpp), the group is large enough
-  // (kOnchipPartsFromElements) and, backward, of at most kOnchipPartsBwdChannels channels;
+  // (kOnchipPartsFromElements) and, backward, channels-last, of at most kOnchipPartsBwdChannels
+  // channels, in an op that writes dx;
   // parts 1 is a workgroup a group (every other instance); parts 0, the group does not fit.
   // Support, launch and the heuristics follow it.
   struct OnchipParts {
