@@ -132,24 +132,28 @@ inline constexpr bool kOnchipLoadsAtOnce = Traits::kPerThread <= 2;
 // and merges them in part order (ClusterExchange), so every part has the group's statistics to
 // the same bits. Its one item: the exchange's slots and barriers are used once. A part is
 // part_rows units of the group's `units` (channels-last rows of C/G elements, channels-first
-// vectors of V), the last part the rest.
+// vectors of V), the last part the rest. Takes this part's mean in `mean` and leaves the group's
+// there; returns the group's rstd.
 #if defined(HIPGN_CLUSTERS)
 __device__ __forceinline__ ClusterExchange& parts_exchange() {
   __shared__ ClusterExchange x;
   return x;
 }
 #endif
-__device__ __forceinline__ Stats exchange_parts(const Params& p, int part, float mean, float m2, int units,
+__device__ __forceinline__ float exchange_parts(const Params& p, int part, float& mean, float m2, int units,
                                                 int unit_elements) {
 #if defined(HIPGN_CLUSTERS)
   ClusterExchange& x = parts_exchange();
   cluster_wait();  // every part's barrier is initialized (fwd_onchip_parts_kernel)
   x.push(0, part, int(p.slices), make_float2(mean, m2));
   const int each = int(p.part_rows);
-  return x.merge_item(0, int(p.slices), [&](int i) { return float(min(each, units - i * each) * unit_elements); });
+  const Stats s =
+      x.merge_item(0, int(p.slices), [&](int i) { return float(min(each, units - i * each) * unit_elements); });
+  mean = s.mean;
+  return rsqrtf(s.m2 / s.n + p.eps);
 #else
   (void)p, (void)part, (void)mean, (void)m2, (void)units, (void)unit_elements;
-  return Stats{0.f, 0.f, 0.f};  // never launched without clusters (the launcher refuses)
+  return 0.f;  // never launched without clusters (the launcher refuses)
 #endif
 }
 
@@ -232,13 +236,8 @@ __device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView
     }
   }
   float rstd;
-  if constexpr (kParts) {
-    const Stats s = exchange_parts(p, part, mean, block_sum<B>(sq), int(p.spatial_size), int(p.channels_per_group));
-    mean = s.mean;
-    rstd = rsqrtf(s.m2 / s.n + p.eps);
-  } else {
-    rstd = rsqrtf(block_sum<B>(sq) / count + p.eps);
-  }
+  if constexpr (kParts) rstd = exchange_parts(p, part, mean, block_sum<B>(sq), int(p.spatial_size), int(p.channels_per_group));
+  else rstd = rsqrtf(block_sum<B>(sq) / count + p.eps);
   save_stats(p, group, mean, rstd, t == 0 && part == 0);
   float scale[V];
 #pragma unroll
@@ -408,13 +407,8 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, const GroupV
     }
   }
   float rstd;
-  if constexpr (kParts) {
-    const Stats s = exchange_parts(p, part, mean, block_sum<B>(sq), int(p.vectors), V);
-    mean = s.mean;
-    rstd = rsqrtf(s.m2 / s.n + p.eps);
-  } else {
-    rstd = rsqrtf(block_sum<B>(sq) * inv_count + p.eps);
-  }
+  if constexpr (kParts) rstd = exchange_parts(p, part, mean, block_sum<B>(sq), int(p.vectors), V);
+  else rstd = rsqrtf(block_sum<B>(sq) * inv_count + p.eps);
   save_stats(p, group, mean, rstd, threadIdx.x == 0 && part == 0);
 #pragma unroll
   for (int e = 0; e < E; ++e) {
