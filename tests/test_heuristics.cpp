@@ -565,7 +565,8 @@ TEST(Heuristics, SmallChannelsLastTensorsOfLargeGroupsTakeAClusterAGroup) {
   expect_parts(Shape{2, 1280, {32, 32}, 32}, cl, "gn_fwd_f16_f16_cl_swish_onchip_b512_v4_e8", 3);
   expect_parts(Shape{1, 512, {64, 64}, 32}, cl, "gn_fwd_f16_f16_cl_swish_onchip_b256_v4_e8", 8);
   expect_parts(Shape{2, 1280, {16, 16}, 32}, cl, "gn_fwd_f16_f16_cl_swish_onchip_b256_v8_e2", 3);
-  EXPECT_NE(choose({2, 320, {64, 64}, 32}, cl)->spec().family, Family::onchip);
+  if (reaches(Family::resident, {2, 320, {64, 64}, 32}, cl))  // (else the onchip family is the build's best)
+    EXPECT_NE(choose({2, 320, {64, 64}, 32}, cl)->spec().family, Family::onchip);
   if (reaches(Family::split, {2, 2560, {32, 32}, 32}, cl))  // (a smaller preset)
     EXPECT_EQ(choose({2, 2560, {32, 32}, 32}, cl)->spec().family, Family::split);
 }
