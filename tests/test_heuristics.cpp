@@ -401,7 +401,7 @@ TEST(Heuristics, SplitForwardTakes4096ElementSlicesOutsideTheBandOf8192) {
     EXPECT_EQ(choose(Shape{2, 1280, {32, 32}, 32}, Layout::channels_last)->name(), coarse);
   }
   EXPECT_EQ(choose(Shape{2, 2560, {32, 32}, 32}, Layout::channels_last)->name(), fine);
-  if (Registry::global().find("gn_fwd_f16_f16_cf_swish_split_b128_v8_e4"))  // (a channels-last build)
+  if (Registry::global().find("gn_fwd_f16_f16_cf_swish_split_b128_v8_e4"))  // (a channels-last build has none)
     EXPECT_EQ(choose(Shape{2, 2560, {32, 32}, 32}, Layout::channels_first)->name(),
               "gn_fwd_f16_f16_cf_swish_split_b128_v8_e4");
   if (!clusters())  // (else the onchip forward in parts)
@@ -557,8 +557,8 @@ TEST(Heuristics, SmallChannelsLastTensorsOfLargeGroupsTakeAClusterAGroup) {
   // the part fills most, then the fewest parts, or the most below a group a quarter of the
   // compute units (bench/NOTES.md, "A group in parts"): sd15_32x1920 1024 x 4 x 8 in 2 parts,
   // sd15_32x1280 512 x 4 x 8 in 3, vae_64x512 (32 groups) 256 x 4 x 8 in 8; sd15_16x1280 (10240
-  // elements) 256 x 8 x 2 in 3 (16 values a thread first); not sd15_64x320 (C/G = 10: 4-byte vectors), which stays
-  // resident, nor sdxl 32x32 C=2560 (78 KB), which splits
+  // elements) 256 x 8 x 2 in 3 (16 values a thread first); not sd15_64x320 (C/G = 10: 4-byte
+  // vectors), which stays resident, nor sdxl 32x32 C=2560 (78 KB), which splits
   if (!clusters()) GTEST_SKIP() << "the device has no thread-block clusters (or HIPGN_CLUSTERS=0)";
   const Layout cl = Layout::channels_last;
   expect_parts(Shape{2, 1920, {32, 32}, 32}, cl, "gn_fwd_f16_f16_cl_swish_onchip_b1024_v4_e8", 2);

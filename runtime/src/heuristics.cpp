@@ -568,27 +568,25 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     // 8 workgroups, 3.6 / 3.6 against 8-channel columns, 4, 4.5 / 4.5)
     if (onchip_cl_columns(p.channels_per_group(), x.vector) && x.block != y.block) return x.block < y.block;
   }
-  if (x.family == Family::onchip && p.op == Op::fwd && p.layout == Layout::channels_last && size_of(p.x_dtype) == 2 &&
-      p.group_elements() >= kOnchipPartsFromElements) {
-    // the channels-last onchip forward of 16-bit values, groups that may be held in parts
-    // (Instance::onchip_parts): instances of at most 16 values a thread first, whatever their
-    // vector, where the parts hold the group so (more workgroups, each a shorter chain of loads,
-    // reductions, exchange and stores): H100, fp16 / bf16, L2-cold, bench.py --best, 2026-11-28
-    // (bench/NOTES.md, "Sixteen values a thread"): sd15_16x1280 256 x 8 x 2 in 3 parts 4.95 us
-    // against 512 x 4 x 8 whole 5.34; sd15_16x2560 256 x 8 x 2 in 6 6.41 / 6.50 against 256 x 4 x
-    // 8 in 3 7.16 / 7.18; sd15_32x640 256 x 2 x 8 in 6 7.23 against 256 x 4 x 8 in 3 7.70;
-    // sd15_32x960 256 x 2 x 8 in 8 8.88 against 512 x 2 x 16 in 2 9.02. Where no such instance
-    // holds the group in a cluster's parts (vae_64x512, sd15_32x1280, det_25x42x2048), as below.
-    const bool few_a = x.per_thread * x.vector <= kOnchipClFwdPartValues,
-               few_b = y.per_thread * y.vector <= kOnchipClFwdPartValues;
-    if (few_a != few_b) return few_a;
-  }
-  if (x.family == Family::onchip && p.op == Op::fwd && p.layout == Layout::channels_last && x.vector != y.vector &&
-      size_of(p.x_dtype) == 2) {
-    // the channels-last onchip forward of 16-bit values (fp32 unmeasured): from a large group
-    // 8-byte vectors before 16-byte ones, below it after 16-byte and 4-byte ones
-    // (H100, fp16 / bf16, L2-cold, bench.py --best, the same process: sd15_8x2560, 5120
-    // elements, 512 x 4 x 8 4.70 / 4.74 us against 512 x 8 x 8 4.90 / 4.93; sd15_16x1280,
+  if (x.family == Family::onchip && p.op == Op::fwd && p.layout == Layout::channels_last && size_of(p.x_dtype) == 2) {
+    // the channels-last onchip forward of 16-bit values (fp32 unmeasured). Groups that may be
+    // held in parts (Instance::onchip_parts): instances of at most 16 values a thread first,
+    // whatever their vector, where the parts hold the group so (more workgroups, each a shorter
+    // chain of loads, reductions, exchange and stores): H100, fp16 / bf16, L2-cold, bench.py
+    // --best, 2026-11-28 (bench/NOTES.md, "Sixteen values a thread"): sd15_16x1280 256 x 8 x 2 in
+    // 3 parts 4.95 us against 512 x 4 x 8 whole 5.34; sd15_16x2560 256 x 8 x 2 in 6 6.41 / 6.50
+    // against 256 x 4 x 8 in 3 7.16 / 7.18; sd15_32x640 256 x 2 x 8 in 6 7.23 against 256 x 4 x 8
+    // in 3 7.70; sd15_32x960 256 x 2 x 8 in 8 8.88 against 512 x 2 x 16 in 2 9.02. Where no such
+    // instance holds the group in a cluster's parts (vae_64x512, sd15_32x1280, det_25x42x2048),
+    // as below.
+    if (p.group_elements() >= kOnchipPartsFromElements) {
+      const bool few_a = x.per_thread * x.vector <= kOnchipClFwdPartValues,
+                 few_b = y.per_thread * y.vector <= kOnchipClFwdPartValues;
+      if (few_a != few_b) return few_a;
+    }
+    // Then from a large group 8-byte vectors before 16-byte ones, below it after 16-byte and
+    // 4-byte ones (H100, fp16 / bf16, L2-cold, bench.py --best, the same process: sd15_8x2560,
+    // 5120 elements, 512 x 4 x 8 4.70 / 4.74 us against 512 x 8 x 8 4.90 / 4.93; sd15_16x1280,
     // 10240, 5.55 / 5.66 against 6.00 / 6.03; sd15_16x2560, 20480, 1024 x 4 x 8 7.83 / 7.71
     // against 8.49 / 8.41), not a smaller one (r50_7x2048_n32, 3136: 256 x 8 x 2 10.28 / 10.56
     // against 256 x 4 x 8 10.75 / 10.91; sd15_8x1280, 2560: 3.97 / 4.01 against 4.09 / 4.20),
