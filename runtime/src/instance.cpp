@@ -166,9 +166,10 @@ Instance::OnchipParts Instance::onchip_parts(const Problem& p) const {
   OnchipParts r;
   // (the backward's parts are channels-last ops that write dx only: families/onchip.hpp,
   // bwd_onchip_parts_kernel)
-  const bool backward = describe(p.op).backward;
+  const OpDescriptor& op = describe(p.op);
+  const bool backward = op.backward;
   if (spec_.family != Family::onchip || p.uneven() ||
-      (backward && (p.layout == Layout::channels_first || p.op == Op::dgb)))
+      (backward && (p.layout == Layout::channels_first || !(op.writes & kDx))))
     return r;
   // a part's units: channels-last rows of the group (fwd_onchip_rows), channels-first vectors of
   // its aligned body (fwd_onchip_aligned; a spatial size the vector does not divide is peeled,
