@@ -198,6 +198,7 @@ Instance::OnchipParts Instance::onchip_parts(const Problem& p) const {
   }
   r.part_rows = ceil_div(rows, need);  // balanced: no part of a few rows, none empty
   r.parts = int(ceil_div(rows, r.part_rows));
+  if (const int at_once = clusters_ ? clusters_(r.parts) : 0; at_once > 0) r.rounds = ceil_div(p.num_groups(), at_once);
   return r;
 }
 

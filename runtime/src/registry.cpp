@@ -6,14 +6,14 @@
 
 namespace hipgn {
 
-void Registry::add(const InstanceSpec& spec, std::string_view name, LaunchFn launch) {
+void Registry::add(const InstanceSpec& spec, std::string_view name, LaunchFn launch, ClustersFn clusters) {
   // The generator and the runtime spell names by the same grammar; a mismatch is a build bug.
   if (spec.name() != name || by_name_.count(name)) {
     std::fprintf(stderr, "hipgn: registry: instance %.*s is %s\n", int(name.size()), name.data(),
                  by_name_.count(name) ? "registered twice" : "misnamed (generator and runtime disagree)");
     std::abort();
   }
-  all_.emplace_back(spec, launch);
+  all_.emplace_back(spec, launch, clusters);
   const Instance* inst = &all_.back();
   buckets_[spec.key()].push_back(inst);
   by_name_.emplace(inst->name(), inst);

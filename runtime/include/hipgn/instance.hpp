@@ -60,6 +60,10 @@ struct InstanceSpec {
 extern const char* const kInstanceNameGrammar;
 
 using LaunchFn = hipError_t (*)(const Params&, hipStream_t);
+// How many groups in clusters of `parts` workgroups the device runs at once with the instance's
+// kernel in parts (kernels/include/hipgn/kernels/launch.hpp: Launcher::clusters_at_once); 0 where
+// it has none, or no device runs one.
+using ClustersFn = int (*)(int parts);
 
 // The onchip family holds a group in parts (Instance::onchip_parts) from groups of this many
 // elements, either layout, either direction (the backward's measured in bench/NOTES.md, "The
@@ -77,7 +81,8 @@ inline constexpr int kDefaultComputeUnits = kAssumedTarget.compute_units;
 
 class Instance {
  public:
-  Instance(const InstanceSpec& spec, LaunchFn launch) : spec_(spec), name_(spec.name()), launch_(launch) {}
+  Instance(const InstanceSpec& spec, LaunchFn launch, ClustersFn clusters = nullptr)
+      : spec_(spec), name_(spec.name()), launch_(launch), clusters_(clusters) {}
   const InstanceSpec& spec() const { return spec_; }
   const std::string& name() const { return name_; }
 
@@ -136,10 +141,13 @@ class Instance {
   // (kOnchipPartsFromElements) and, backward, channels-last, of at most kOnchipPartsBwdChannels
   // channels, in an op that writes dx;
   // parts 1 is a workgroup a group (every other instance); parts 0, the group does not fit.
-  // Support, launch and the heuristics follow it.
+  // Support, launch and the heuristics follow it. `rounds`, where in parts: how many times over
+  // the device runs the groups' clusters (the groups over the clusters it holds at once, which
+  // the device's occupancy query gives for this instance's kernel); 0 where no device answers.
   struct OnchipParts {
     int parts = 1;
     std::int64_t part_rows = 0;
+    std::int64_t rounds = 0;
   };
   OnchipParts onchip_parts(const Problem&) const;
 
@@ -165,6 +173,7 @@ class Instance {
   InstanceSpec spec_;
   std::string name_;
   LaunchFn launch_;
+  ClustersFn clusters_;
 };
 
 }  // namespace hipgn

@@ -15,7 +15,9 @@ namespace hipgn {
 class Registry {
  public:
   // Adds an instance; `name` is the generator's spelling and must equal spec.name().
-  void add(const InstanceSpec& spec, std::string_view name, LaunchFn launch);
+  // `clusters`: the instance's clusters_at_once (the generated registration passes it; a test
+  // registry may not, as if no device answered).
+  void add(const InstanceSpec& spec, std::string_view name, LaunchFn launch, ClustersFn clusters = nullptr);
 
   const std::deque<Instance>& all() const { return all_; }
   // The instances of one functional key, in registration order; empty if none were built.

@@ -979,6 +979,19 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_columns_kernel(
 
 template <>
 struct FamilyLauncher<Family::onchip> {
+  // How many groups in clusters of `parts` workgroups (fwd_onchip_parts_kernel,
+  // bwd_onchip_parts_kernel) the device runs at once; 0 where the op has no kernel in parts or
+  // the device runs none.
+  template <typename Traits>
+  static int clusters_at_once(int parts) {
+    if constexpr (Traits::kOp == Op::fwd)
+      return active_clusters(&fwd_onchip_parts_kernel<Traits>, Traits::kBlockSize, 0, parts);
+    else if constexpr (Traits::kLayout == Layout::channels_last && kWritesDx<Traits>)
+      return active_clusters(&bwd_onchip_parts_kernel<Traits>, Traits::kBlockSize, 0, parts);
+    else
+      return 0;
+  }
+
   template <typename Traits>
   static hipError_t launch(const Params& p, hipStream_t stream) {
     constexpr bool kForward = Traits::kOp == Op::fwd;

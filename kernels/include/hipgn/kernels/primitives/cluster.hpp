@@ -176,16 +176,11 @@ struct ClusterPairs {
 };
 #endif
 
-// Launches `kernel` as a grid of clusters of `cluster` workgroups (the slices of a unit,
-// Params::cluster = 1). Persistent: as many clusters as the device holds at once (the occupancy
-// query, asked once per shape), never more than `units`, each walking units; otherwise one
-// cluster a unit, which the hardware schedules as others finish. Returns false, launching
-// nothing, when the device cannot hold one such cluster (then the caller takes the portable path).
-inline bool launch_clusters(void (*kernel)(Params), const Params& p, int block, std::size_t smem, int cluster,
-                            std::int64_t units, hipStream_t stream, hipError_t* result, bool persistent = true) {
 #if defined(__NVCC__)
-  if (cluster < 2 || cluster > cluster_launch_max()) return false;
-  cudaLaunchAttribute attr{};
+// The cluster launch's configuration for `kernel` (the grid is the caller's).
+inline cudaLaunchConfig_t cluster_config(int block, std::size_t smem, int cluster, hipStream_t stream,
+                                         cudaLaunchAttribute& attr) {
+  attr = cudaLaunchAttribute{};
   attr.id = cudaLaunchAttributeClusterDimension;
   attr.val.clusterDim.x = unsigned(cluster);
   attr.val.clusterDim.y = 1;
@@ -196,37 +191,64 @@ inline bool launch_clusters(void (*kernel)(Params), const Params& p, int block, 
   config.stream = stream;
   config.attrs = &attr;
   config.numAttrs = 1;
+  return config;
+}
+#endif
 
+// How many clusters of `cluster` workgroups of `kernel` (`block` threads, `smem` bytes of dynamic
+// shared memory) the current device runs at once: the occupancy query, asked once per kernel and
+// shape (it sets the kernel's attributes for a launch too). 0 where the device cannot run one
+// (no clusters, code without the cluster path, a size it refuses) or there is no device.
+inline int active_clusters(void (*kernel)(Params), int block, std::size_t smem, int cluster) {
+#if defined(__NVCC__)
+  if (cluster < 2 || cluster > cluster_launch_max()) return 0;
   static std::mutex mutex;
   static std::map<std::tuple<void (*)(Params), int, std::size_t, int>, int> cache;
   const auto key = std::make_tuple(kernel, block, smem, cluster);
-  int active = -1;
   {
     std::lock_guard<std::mutex> lock(mutex);
     const auto it = cache.find(key);
-    if (it != cache.end()) active = it->second;
+    if (it != cache.end()) return it->second;
   }
-  if (active < 0) {
-    active = 0;
-    const void* f = reinterpret_cast<const void*>(kernel);
-    // the kernel's device code must have the cluster path: compiled for a virtual architecture of
-    // 9.0 or later (code built for older targets, which the driver may still run here, has none)
-    cudaFuncAttributes fa{};
-    if (cudaFuncGetAttributes(&fa, f) != cudaSuccess || fa.ptxVersion < 90) active = -2;
-    if (active == 0 && smem > 48 * 1024 &&
-        cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kResidentMaxSmem)) != cudaSuccess)
-      active = -2;
-    if (active == 0 && cluster > kClusterPortable &&
-        cudaFuncSetAttribute(f, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
-      active = -2;
-    config.gridDim = dim3(unsigned(cluster));
-    if (active == 0 && cudaOccupancyMaxActiveClusters(&active, kernel, &config) != cudaSuccess) active = 0;
-    (void)cudaGetLastError();  // a refused attribute or query leaves no error behind
-    if (active < 0) active = 0;
-    std::lock_guard<std::mutex> lock(mutex);
-    cache[key] = active;
-  }
+  int active = 0;
+  const void* f = reinterpret_cast<const void*>(kernel);
+  // the kernel's device code must have the cluster path: compiled for a virtual architecture of
+  // 9.0 or later (code built for older targets, which the driver may still run here, has none)
+  cudaFuncAttributes fa{};
+  if (cudaFuncGetAttributes(&fa, f) != cudaSuccess || fa.ptxVersion < 90) active = -1;
+  if (active == 0 && smem > 48 * 1024 &&
+      cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kResidentMaxSmem)) != cudaSuccess)
+    active = -1;
+  if (active == 0 && cluster > kClusterPortable &&
+      cudaFuncSetAttribute(f, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
+    active = -1;
+  cudaLaunchAttribute attr;
+  cudaLaunchConfig_t config = cluster_config(block, smem, cluster, nullptr, attr);
+  config.gridDim = dim3(unsigned(cluster));
+  if (active == 0 && cudaOccupancyMaxActiveClusters(&active, kernel, &config) != cudaSuccess) active = 0;
+  (void)cudaGetLastError();  // a refused attribute or query leaves no error behind
+  if (active < 0) active = 0;
+  std::lock_guard<std::mutex> lock(mutex);
+  cache[key] = active;
+  return active;
+#else
+  (void)kernel, (void)block, (void)smem, (void)cluster;
+  return 0;
+#endif
+}
+
+// Launches `kernel` as a grid of clusters of `cluster` workgroups (the slices of a unit,
+// Params::cluster = 1). Persistent: as many clusters as the device holds at once
+// (active_clusters), never more than `units`, each walking units; otherwise one cluster a unit,
+// which the hardware schedules as others finish. Returns false, launching nothing, when the
+// device cannot hold one such cluster (then the caller takes the portable path).
+inline bool launch_clusters(void (*kernel)(Params), const Params& p, int block, std::size_t smem, int cluster,
+                            std::int64_t units, hipStream_t stream, hipError_t* result, bool persistent = true) {
+#if defined(__NVCC__)
+  const int active = active_clusters(kernel, block, smem, cluster);
   if (active == 0) return false;
+  cudaLaunchAttribute attr;
+  cudaLaunchConfig_t config = cluster_config(block, smem, cluster, stream, attr);
   config.gridDim = dim3(unsigned((persistent && active < units ? active : units) * cluster));
   Params copy = p;
   copy.cluster = 1;
