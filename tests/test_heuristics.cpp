@@ -587,6 +587,37 @@ TEST(Heuristics, ChannelsFirstGroupsOf8KTo64KTakeAClusterAGroup) {
   EXPECT_NE(choose({2, 64, {32, 32}, 1}, cf)->spec().family, Family::onchip);
 }
 
+TEST(Heuristics, GroupsInPartsTakeTheFewestRoundsOfClustersTheDeviceRuns) {
+  // sd15_32x1920 channels-first (64 groups of 61440): where the device runs 62 clusters of 4 or
+  // more workgroups at once and 66 of 2 (the H100's occupancy query for these kernels: bench/
+  // NOTES.md, "Rounds of clusters"), 256 x 8 x 4 in 8 parts and 256 x 8 x 8 in 4 take two
+  // rounds and 512 x 8 x 8 in 2 one, which wins; where no device answers, the most parts as before
+  if (!clusters()) GTEST_SKIP() << "the device has no thread-block clusters (or HIPGN_CLUSTERS=0)";
+  const char* one = "gn_fwd_f16_f16_cf_swish_onchip_b512_v8_e8";
+  const char* most = "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4";
+  const Problem p = make_problem({2, 1920, {32, 32}, 32}, DataType::f16, DataType::f16, Layout::channels_first,
+                                 Activation::swish);
+  if (!Registry::global().find(one) || !Registry::global().find(most)) GTEST_SKIP() << "a smaller preset";
+  const LaunchFn never = [](const Params&, hipStream_t) { return hipErrorInvalidValue; };
+  const ClustersFn h100 = [](int parts) { return parts >= 4 ? 62 : 66; };
+  Registry answered, silent;
+  for (const Instance* i : Registry::global().bucket(Key::of(p)))
+    if (i->spec().family == Family::onchip) {
+      answered.add(i->spec(), i->name(), never, h100);
+      silent.add(i->spec(), i->name(), never, nullptr);
+    }
+  const Instance* inst = heuristic_choice(answered, kH100, p);
+  ASSERT_NE(inst, nullptr);
+  EXPECT_EQ(inst->name(), one);
+  EXPECT_EQ(inst->onchip_parts(p).parts, 2);
+  EXPECT_EQ(inst->onchip_parts(p).rounds, 1);
+  EXPECT_EQ(answered.find(most)->onchip_parts(p).rounds, 2);
+  inst = heuristic_choice(silent, kH100, p);
+  ASSERT_NE(inst, nullptr);
+  EXPECT_EQ(inst->name(), most);
+  EXPECT_EQ(inst->onchip_parts(p).rounds, 0);
+}
+
 TEST(Heuristics, ChannelsLastBackwardOfFewWideGroupsTakesAClusterAGroup) {
   // where the device has clusters, channels-last groups past 32K elements of C/G spanning 64
   // bytes or more, below 60 KB of x a compute unit: the onchip backward in parts, 4-byte vectors

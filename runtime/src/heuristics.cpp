@@ -609,6 +609,17 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
   }
   if (x.vector != y.vector) return x.vector > y.vector;
   if (x.family == Family::onchip && p.group_elements() >= kOnchipPartsFromElements) {
+    const Instance::OnchipParts pa = a.onchip_parts(p), pb = b.onchip_parts(p);
+    // groups held in parts where the device says how many of their clusters it runs at once
+    // (Instance::onchip_parts' rounds): the fewer rounds first, since a second round of clusters
+    // starts when the first ends. H100, fp16 / bf16 SiLU, L2-cold, bench.py --best, the
+    // occupancy query's answers beside them (bench/NOTES.md, "Rounds of clusters"):
+    // sd15_32x1920 channels-first (64 groups) 512 x 8 x 8 in 2 parts (66 clusters at once, one
+    // round) 12.0 / 12.4 us against 256 x 8 x 4 in 8 (62 at once, two rounds) 13.7 / 13.8 and
+    // 256 x 8 x 8 in 4 (62, two rounds) 16.2 / 16.3, where the most parts win below one round
+    // (sd15_32x960, 256 x 8 x 2 in 8, 92 at once: 7.4 / 7.2 against 256 x 8 x 4 in 4's 8.4 /
+    // 8.2).
+    if (pa.rounds > 0 && pb.rounds > 0 && pa.rounds != pb.rounds) return pa.rounds < pb.rounds;
     // groups that may be held in parts (Instance::onchip_parts): the instance whose slots the
     // group's part fills most (in eighths); then channels-last the fewest parts (of those that
     // cover half the compute units, from kOnchipPartsSpreadFromElements), or the most where the
@@ -620,13 +631,12 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     // vae_64x512, 32 groups, 256 x 4 x 8 in 8 8.8 against 512 x 4 x 8 in 4 10.3 (both 100%).
     // Channels-first: sd15_32x960 256 x 8 x 2 in 8 7.3 against 256 x 8 x 4 in 4 8.2 and 512 x
     // 8 x 8 whole 10.1 (94% each); sd15_16x1920 256 x 8 x 1 in 8 5.5, 256 x 8 x 2 in 4 5.4,
-    // 256 x 8 x 4 in 2 6.3; vae_64x512 256 x 8 x 4 in 8 8.5 against 512 x 8 x 8 in 2 10.1; not
-    // sd15_32x1920 (512 x 8 x 8 in 2 12.0 against 256 x 8 x 4 in 8 13.7). The backward
+    // 256 x 8 x 4 in 2 6.3; vae_64x512 256 x 8 x 4 in 8 8.5 against 512 x 8 x 8 in 2 10.1 (and
+    // sd15_32x1920 by the rounds above). The backward
     // (channels-last) without the fill: the full slots of 256 x 2 x 8 in 5 parts ran 15.1 us on
     // sd15_32x640 and 18.5 on sd15_16x2560 where the fastest instance ran 11.9 and 11.5, and 9.5
     // in 3 parts on sd15_16x1280 against 512 x 2 x 16 whole's 8.6 (H100, fp16, bench.py --best,
     // 2026-11-28; bench/NOTES.md, "The backward in parts").
-    const Instance::OnchipParts pa = a.onchip_parts(p), pb = b.onchip_parts(p);
     const std::int64_t unit = p.layout == Layout::channels_last ? p.channels_per_group() : x.vector;
     const auto eighths = [&](const InstanceSpec& s, const Instance::OnchipParts& q) {
       return 8 * unit * q.part_rows / (std::int64_t(s.block) * s.per_thread * s.vector);
