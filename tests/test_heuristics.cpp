@@ -475,12 +475,13 @@ TEST(Heuristics, ChannelsFirstSmallGroupsOf16BitValuesStayOnChip) {
     GTEST_SKIP() << "this build lacks the default preset's channels-first onchip and resident instances";
   // 5120-element groups: 256 threads, two vectors each; 20480 (and 19220, where H x W takes no
   // 16-byte vector: the span kernel's 16-byte body): 512 threads; where the device has
-  // clusters, 20480 in five parts of 256 x 8 x 2 (bench/NOTES.md, "A group in parts")
+  // clusters, both in five parts of 256 x 8 x 2 (bench/NOTES.md, "A group in parts" and "A
+  // peeled group in parts")
   struct Case {
     Shape s;
     int block;
   };
-  for (const Case& c : {Case{sd16, 256}, Case{sd32, clusters() ? 256 : 512}, Case{odd, 512}})
+  for (const Case& c : {Case{sd16, 256}, Case{sd32, clusters() ? 256 : 512}, Case{odd, clusters() ? 256 : 512}})
     for (DataType dt : {DataType::f16, DataType::bf16}) {
       const Instance* inst = choose(c.s, Layout::channels_first, dt);
       ASSERT_NE(inst, nullptr);
@@ -599,7 +600,7 @@ TEST(Heuristics, GroupsInPartsTakeTheFewestRoundsOfClustersTheDeviceRuns) {
                                  Activation::swish);
   if (!Registry::global().find(one) || !Registry::global().find(most)) GTEST_SKIP() << "a smaller preset";
   const LaunchFn never = [](const Params&, hipStream_t) { return hipErrorInvalidValue; };
-  const ClustersFn h100 = [](int parts) { return parts >= 4 ? 62 : 66; };
+  const ClustersFn h100 = [](int parts, bool) { return parts >= 4 ? 62 : 66; };
   Registry answered, silent;
   for (const Instance* i : Registry::global().bucket(Key::of(p)))
     if (i->spec().family == Family::onchip) {

@@ -172,8 +172,9 @@ Instance::OnchipParts Instance::onchip_parts(const Problem& p) const {
       (backward && (p.layout == Layout::channels_first || !(op.writes & kDx))))
     return r;
   // a part's units: channels-last rows of the group (fwd_onchip_rows), channels-first vectors of
-  // its aligned body (fwd_onchip_aligned; a spatial size the vector does not divide is peeled,
-  // in one workgroup)
+  // its body (fwd_onchip_aligned; where the spatial size or the tensors' alignment peels the
+  // group, fwd_onchip_span, whose body has at most the group's whole vectors, the first part
+  // taking the head and the tail beside them)
   std::int64_t rows = 0, held = 0;
   if (p.layout == Layout::channels_last) {
     if (onchip_cl_columns(p.channels_per_group(), spec_.vector) || p.channels_per_group() % spec_.vector != 0)
@@ -181,7 +182,6 @@ Instance::OnchipParts Instance::onchip_parts(const Problem& p) const {
     rows = p.spatial_size();
     held = onchip_cl_rows(spec_.block, spec_.per_thread, p.channels_per_group() / spec_.vector);
   } else {
-    if (p.spatial_size() % spec_.vector != 0) return r;
     rows = p.group_elements() / spec_.vector;
     held = std::int64_t(spec_.block) * spec_.per_thread;
   }
@@ -198,7 +198,9 @@ Instance::OnchipParts Instance::onchip_parts(const Problem& p) const {
   }
   r.part_rows = ceil_div(rows, need);  // balanced: no part of a few rows, none empty
   r.parts = int(ceil_div(rows, r.part_rows));
-  if (const int at_once = clusters_ ? clusters_(r.parts) : 0; at_once > 0) r.rounds = ceil_div(p.num_groups(), at_once);
+  const bool peeled = p.layout == Layout::channels_first && p.spatial_size() % spec_.vector != 0;
+  if (const int at_once = clusters_ ? clusters_(r.parts, peeled) : 0; at_once > 0)
+    r.rounds = ceil_div(p.num_groups(), at_once);
   return r;
 }
 
@@ -248,9 +250,9 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
     if (!backward && p.spatial_size() < v)
       return no("spatial size " + std::to_string(p.spatial_size()) + " is below the vector " + std::to_string(v) +
                 " (a peeled forward's vector crosses one channel's end at most)");
-    const std::int64_t held = backward ? std::min<std::int64_t>(spec_.chunk_elements(), kBwdStagedSlots)
-                                       : spec_.chunk_elements();
-    if (family.holds_group && p.group_elements() > held)
+    // (the forward's peeled group past one workgroup is held in parts, or not: below)
+    const std::int64_t held = std::min<std::int64_t>(spec_.chunk_elements(), kBwdStagedSlots);
+    if (backward && family.holds_group && p.group_elements() > held)
       return no("the group's " + std::to_string(p.group_elements()) + " elements exceed the " + std::to_string(held) +
                 " a peeled group holds on chip");
   } else if (v > 1 && family.columns_channels_last && p.layout == Layout::channels_last &&
@@ -506,7 +508,7 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
                : spans(p, &t, spec_.vector, describe(spec_.family));
   k.num_groups = static_cast<std::int32_t>(p.num_groups());
   k.slices = describe(spec_.family).splits_group ? slices(p) : 1;
-  if (const OnchipParts parts = onchip_parts(p); parts.parts > 1 && !k.span) {  // (a peeled group: one workgroup)
+  if (const OnchipParts parts = onchip_parts(p); parts.parts > 1) {
     k.slices = parts.parts;
     k.part_rows = parts.part_rows;
   }

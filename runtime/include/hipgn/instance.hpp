@@ -61,9 +61,9 @@ extern const char* const kInstanceNameGrammar;
 
 using LaunchFn = hipError_t (*)(const Params&, hipStream_t);
 // How many groups in clusters of `parts` workgroups the device runs at once with the instance's
-// kernel in parts (kernels/include/hipgn/kernels/launch.hpp: Launcher::clusters_at_once); 0 where
-// it has none, or no device runs one.
-using ClustersFn = int (*)(int parts);
+// kernel in parts (`peeled`: the one for peeled channels-first groups; kernels/include/hipgn/
+// kernels/launch.hpp: Launcher::clusters_at_once); 0 where it has none, or no device runs one.
+using ClustersFn = int (*)(int parts, bool peeled);
 
 // The onchip family holds a group in parts (Instance::onchip_parts) from groups of this many
 // elements, either layout, either direction (the backward's measured in bench/NOTES.md, "The

@@ -30,29 +30,70 @@ template <typename Traits>
 inline constexpr bool kOnchipRowsWidenAfterLoads =
     sizeof(typename Traits::XType) == 2 && Traits::kVectorSize == 2 && Traits::kPerThread >= 16;
 
+// The onchip forward's parts of a group (fwd_onchip_parts_kernel, fwd_onchip_span_parts_kernel)
+// exchange their (mean, M2) through distributed shared memory: each pushes its pair to every
+// part, waits for all of them and merges them in part order (ClusterExchange), so every part has
+// the group's statistics to the same bits. Its one item: the exchange's slots and barriers are
+// used once. A part is part_rows units of the group's `units` (channels-last rows of C/G
+// elements, channels-first vectors of V), the last part the rest, and the first part
+// `first_extra` elements more (a peeled group's head and tail). Takes this part's mean in `mean`
+// and leaves the group's there; returns the group's rstd.
+#if defined(HIPGN_CLUSTERS)
+__device__ __forceinline__ ClusterExchange& parts_exchange() {
+  __shared__ ClusterExchange x;
+  return x;
+}
+#endif
+__device__ __forceinline__ float exchange_parts(const Params& p, int part, float& mean, float m2, int units,
+                                                int unit_elements, int first_extra = 0) {
+#if defined(HIPGN_CLUSTERS)
+  ClusterExchange& x = parts_exchange();
+  cluster_wait();  // every part's barrier is initialized (the parts kernels)
+  x.push(0, part, int(p.slices), make_float2(mean, m2));
+  const int each = int(p.part_rows);
+  const Stats s = x.merge_item(0, int(p.slices), [&](int i) {
+    return float(max(0, min(each, units - i * each)) * unit_elements + (i == 0 ? first_extra : 0));
+  });
+  mean = s.mean;
+  return rsqrtf(s.m2 / s.n + p.eps);
+#else
+  (void)p, (void)part, (void)mean, (void)m2, (void)units, (void)unit_elements, (void)first_extra;
+  return 0.f;  // never launched without clusters (the launcher refuses)
+#endif
+}
+
 // Family onchip, channels-first span mode (Params::span: a spatial size the vector does not
 // divide, or x and y off a 16-byte boundary): the group's contiguous run peeled, its body
 // vectors held kPerThread a thread and its head and tail an element a thread. A body vector may
 // cross one channel row's end (the spatial size is at least the vector: Instance::supports):
 // its elements from `cut` on take the next channel's gamma and beta. With a few vectors a
 // thread both channels' are loaded beside x, as the aligned path does.
-template <typename Traits>
-__device__ __forceinline__ void fwd_onchip_span(const Params& p, const GroupView<Traits>& view, std::int64_t group) {
+//
+// With kParts (fwd_onchip_span_parts_kernel), the workgroup is part `part` of a thread-block
+// cluster that holds the group: body vectors part * part_rows on, up to part_rows of them (q
+// below counts from the part's first), the first part the head and the tail too, with statistics
+// of its own that the parts exchange (exchange_parts).
+template <typename Traits, bool kParts = false>
+__device__ __forceinline__ void fwd_onchip_span(const Params& p, const GroupView<Traits>& view, std::int64_t group,
+                                                int part = 0) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
   constexpr bool kEarly = E <= 4;
   using X = typename Traits::XType;
-  const X* x = static_cast<const X*>(p.x);
-  X* y = static_cast<X*>(p.y);
   const int t = threadIdx.x, hw = int(p.spatial_size);
   const Peel<V> run(p.phase, view.base, p.group_elements);
-  const int head = int(run.head), body = int(run.body), edges = int(run.head + run.tail);
+  const int first = kParts ? part * int(p.part_rows) : 0;  // the part's first body vector
+  const int head = int(run.head), body = kParts ? min(int(p.part_rows), int(run.body) - first) : int(run.body);
+  const int edges = part == 0 ? int(run.head + run.tail) : 0;
+  // the part's body from its first vector on, x and y alike
+  const X* x = static_cast<const X*>(p.x) + std::int64_t(first) * V;
+  X* y = static_cast<X*>(p.y) + std::int64_t(first) * V;
   // vector q's channel row r (of the group) and the element where row r + 1 begins in it
   struct Rows {
     float g0, b0, g1, b1;
     int cut;
   };
   auto rows_of = [&](int q) {
-    const int rel = head + q * V, r = int(p.spatial.div31(std::uint32_t(rel))), cut = (r + 1) * hw - rel;
+    const int rel = head + (first + q) * V, r = int(p.spatial.div31(std::uint32_t(rel))), cut = (r + 1) * hw - rel;
     const Affine<Traits> a0(p, view.channel0 + r);
     const Affine<Traits> a1 = cut < V ? Affine<Traits>(p, view.channel0 + r + 1) : a0;
     return Rows{a0.gamma, a0.beta, a1.gamma, a1.beta, cut};
@@ -80,11 +121,13 @@ __device__ __forceinline__ void fwd_onchip_span(const Params& p, const GroupView
     for (int e = 0; e < E; ++e)
       if (t + e * B < body) widen_and_add(e);
   // the head and the tail, an element a thread: element `rel` of the group
-  const int rel = t < head ? t : head + body * V + (t - head);
+  const int rel = t < head ? t : head + int(run.body) * V + (t - head);
+  const X* xs = static_cast<const X*>(p.x);
   float h = 0.f;
-  if (t < edges) sum += (h = to_float(x[view.base + rel]));
-  const float count = float(p.group_elements);
-  const float mean = block_sum<B>(sum) / count;
+  if (t < edges) sum += (h = to_float(xs[view.base + rel]));
+  // the part's elements (with kParts; else the group's)
+  const float count = kParts ? float(max(body, 0) * V + edges) : float(p.group_elements);
+  float mean = block_sum<B>(sum) / count;
   float sq = t < edges ? (h - mean) * (h - mean) : 0.f;
 #pragma unroll
   for (int e = 0; e < E; ++e) {
@@ -93,8 +136,10 @@ __device__ __forceinline__ void fwd_onchip_span(const Params& p, const GroupView
       for (int i = 0; i < V; ++i) sq += (v[e][i] - mean) * (v[e][i] - mean);
     }
   }
-  const float rstd = rsqrtf(block_sum<B>(sq) / count + p.eps);
-  save_stats(p, group, mean, rstd, t == 0);
+  float rstd;
+  if constexpr (kParts) rstd = exchange_parts(p, part, mean, block_sum<B>(sq), int(run.body), V, int(run.head + run.tail));
+  else rstd = rsqrtf(block_sum<B>(sq) / count + p.eps);
+  save_stats(p, group, mean, rstd, t == 0 && part == 0);
 #pragma unroll
   for (int e = 0; e < E; ++e) {
     const int q = t + e * B;
@@ -113,7 +158,8 @@ __device__ __forceinline__ void fwd_onchip_span(const Params& p, const GroupView
   }
   if (t < edges) {
     const Affine<Traits> a(p, view.channel0 + int(p.spatial.div31(std::uint32_t(rel))));
-    y[view.base + rel] = from_float<X>(activate<Traits::kActivation>((h - mean) * (a.gamma * rstd) + a.beta, p.swish_beta));
+    static_cast<X*>(p.y)[view.base + rel] =
+        from_float<X>(activate<Traits::kActivation>((h - mean) * (a.gamma * rstd) + a.beta, p.swish_beta));
   }
 }
 
@@ -126,36 +172,6 @@ __device__ __forceinline__ void fwd_onchip_span(const Params& p, const GroupView
 // flight), so those keep the guarded loads.
 template <typename Traits>
 inline constexpr bool kOnchipLoadsAtOnce = Traits::kPerThread <= 2;
-
-// The onchip forward's parts of a group (fwd_onchip_parts_kernel) exchange their (mean, M2)
-// through distributed shared memory: each pushes its pair to every part, waits for all of them
-// and merges them in part order (ClusterExchange), so every part has the group's statistics to
-// the same bits. Its one item: the exchange's slots and barriers are used once. A part is
-// part_rows units of the group's `units` (channels-last rows of C/G elements, channels-first
-// vectors of V), the last part the rest. Takes this part's mean in `mean` and leaves the group's
-// there; returns the group's rstd.
-#if defined(HIPGN_CLUSTERS)
-__device__ __forceinline__ ClusterExchange& parts_exchange() {
-  __shared__ ClusterExchange x;
-  return x;
-}
-#endif
-__device__ __forceinline__ float exchange_parts(const Params& p, int part, float& mean, float m2, int units,
-                                                int unit_elements) {
-#if defined(HIPGN_CLUSTERS)
-  ClusterExchange& x = parts_exchange();
-  cluster_wait();  // every part's barrier is initialized (fwd_onchip_parts_kernel)
-  x.push(0, part, int(p.slices), make_float2(mean, m2));
-  const int each = int(p.part_rows);
-  const Stats s =
-      x.merge_item(0, int(p.slices), [&](int i) { return float(min(each, units - i * each) * unit_elements); });
-  mean = s.mean;
-  return rsqrtf(s.m2 / s.n + p.eps);
-#else
-  (void)p, (void)part, (void)mean, (void)m2, (void)units, (void)unit_elements;
-  return 0.f;  // never launched without clusters (the launcher refuses)
-#endif
-}
 
 // The channels-last rows of a group that a workgroup holds, and the first one's offset: all of
 // them, or with kParts part `part`'s, part_rows from part * part_rows (the last part the rest).
@@ -468,6 +484,22 @@ template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_span_kernel(Params p) {
   const std::int64_t group = blockIdx.x;
   fwd_onchip_span<Traits>(p, GroupView<Traits>(p, group, group_sample_by_multiply(p, group)), group);
+}
+
+// The span mode's group in parts: fwd_onchip_parts_kernel's cluster a group, each part holding
+// its body vectors as fwd_onchip_span does (odd spatial sizes and misaligned tensors of groups
+// past one workgroup: Instance::onchip_parts). A kernel of its own, as the span mode is beside
+// fwd_onchip_kernel.
+template <typename Traits>
+__global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_span_parts_kernel(Params p) {
+#if defined(HIPGN_CLUSTERS)
+  if (threadIdx.x == 0) parts_exchange().init();
+  cluster_arrive_relaxed();  // waited for before the first push, after the loads are issued
+  const std::int64_t group = cluster_index();
+  fwd_onchip_span<Traits, true>(p, GroupView<Traits>(p, group, group_sample_by_multiply(p, group)), group,
+                                int(cluster_rank()));
+  cluster_barrier_relaxed();  // no workgroup leaves while its pushes to peers may be in flight
+#endif
 }
 
 // Family onchip, channels-last groups narrower than the vector: a workgroup a column. A kernel
@@ -979,11 +1011,14 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_columns_kernel(
 
 template <>
 struct FamilyLauncher<Family::onchip> {
-  // How many groups in clusters of `parts` workgroups (fwd_onchip_parts_kernel,
-  // bwd_onchip_parts_kernel) the device runs at once; 0 where the op has no kernel in parts or
-  // the device runs none.
+  // How many groups in clusters of `parts` workgroups (fwd_onchip_parts_kernel, with `peeled`
+  // fwd_onchip_span_parts_kernel, bwd_onchip_parts_kernel) the device runs at once; 0 where the
+  // op has no kernel in parts or the device runs none.
   template <typename Traits>
-  static int clusters_at_once(int parts) {
+  static int clusters_at_once(int parts, bool peeled) {
+    (void)peeled;
+    if constexpr (Traits::kOp == Op::fwd && kOnchipSpans<Traits>)
+      if (peeled) return active_clusters(&fwd_onchip_span_parts_kernel<Traits>, Traits::kBlockSize, 0, parts);
     if constexpr (Traits::kOp == Op::fwd)
       return active_clusters(&fwd_onchip_parts_kernel<Traits>, Traits::kBlockSize, 0, parts);
     else if constexpr (Traits::kLayout == Layout::channels_last && kWritesDx<Traits>)
@@ -1008,17 +1043,19 @@ struct FamilyLauncher<Family::onchip> {
       }
     }
     if constexpr (kForward) {
+      if (p.slices > 1) {  // the runtime asks for parts only where the device has clusters
+        auto kernel = &fwd_onchip_parts_kernel<Traits>;
+        if constexpr (kOnchipSpans<Traits>)
+          if (p.span) kernel = &fwd_onchip_span_parts_kernel<Traits>;
+        hipError_t e = hipErrorInvalidValue;
+        launch_clusters(kernel, p, Traits::kBlockSize, 0, int(p.slices), p.num_groups, stream, &e, false);
+        return e;
+      }
       if constexpr (kOnchipSpans<Traits>) {
         if (p.span) {
           fwd_onchip_span_kernel<Traits><<<dim3(p.num_groups), dim3(Traits::kBlockSize), 0, stream>>>(p);
           return hipGetLastError();
         }
-      }
-      if (p.slices > 1) {  // the runtime asks for parts only where the device has clusters
-        hipError_t e = hipErrorInvalidValue;
-        launch_clusters(&fwd_onchip_parts_kernel<Traits>, p, Traits::kBlockSize, 0, int(p.slices), p.num_groups,
-                        stream, &e, false);
-        return e;
       }
       fwd_onchip_kernel<Traits><<<dim3(p.num_groups), dim3(Traits::kBlockSize), 0, stream>>>(p);
       return hipGetLastError();
