@@ -30,10 +30,10 @@ template <typename Traits>
 inline constexpr bool kOnchipRowsWidenAfterLoads =
     sizeof(typename Traits::XType) == 2 && Traits::kVectorSize == 2 && Traits::kPerThread >= 16;
 
-// The onchip forward's parts of a group (fwd_onchip_parts_kernel, fwd_onchip_span_parts_kernel)
-// exchange their (mean, M2) through distributed shared memory: each pushes its pair to every
-// part, waits for all of them and merges them in part order (ClusterExchange), so every part has
-// the group's statistics to the same bits. Its one item: the exchange's slots and barriers are
+// The onchip forward's parts of a group (fwd_onchip_parts_kernel) exchange their (mean, M2)
+// through distributed shared memory: each pushes its pair to every part, waits for all of them
+// and merges them in part order (ClusterExchange), so every part has the group's statistics to
+// the same bits. Its one item: the exchange's slots and barriers are
 // used once. A part is part_rows units of the group's `units` (channels-last rows of C/G
 // elements, channels-first vectors of V), the last part the rest, and the first part
 // `first_extra` elements more (a peeled group's head and tail). Takes this part's mean in `mean`
@@ -69,7 +69,7 @@ __device__ __forceinline__ float exchange_parts(const Params& p, int part, float
 // its elements from `cut` on take the next channel's gamma and beta. With a few vectors a
 // thread both channels' are loaded beside x, as the aligned path does.
 //
-// With kParts (fwd_onchip_span_parts_kernel), the workgroup is part `part` of a thread-block
+// With kParts (fwd_onchip_parts_kernel's kPeeled), the workgroup is part `part` of a thread-block
 // cluster that holds the group: body vectors part * part_rows on, up to part_rows of them (q
 // below counts from the part's first), the first part the head and the tail too, with statistics
 // of its own that the parts exchange (exchange_parts).
@@ -456,20 +456,24 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_kernel(Params p
 
 // Family onchip, forward of a group in parts: a thread-block cluster a group (Params::slices
 // workgroups, the cluster's ranks its parts, part_rows rows or, channels-first, vectors of the
-// aligned body each; sm_90), so that a group past what one workgroup holds stays on chip, x
+// group's body each; sm_90), so that a group past what one workgroup holds stays on chip, x
 // read once, and large groups spread over more compute units (Instance::onchip_parts:
 // sd15_32x1920 channels-last, 64 groups of 61440 elements, 13.6 us in 2 parts a group against
 // the stream family's 19.6). Each part holds its rows as fwd_onchip_rows does (its vectors as
-// fwd_onchip_aligned does) and the parts exchange their statistics once (exchange_parts).
-template <typename Traits>
+// fwd_onchip_aligned does, or with kPeeled as fwd_onchip_span does: odd spatial sizes and
+// misaligned tensors, a kernel of its own as the span mode is beside fwd_onchip_kernel) and the
+// parts exchange their statistics once (exchange_parts).
+template <typename Traits, bool kPeeled = false>
 __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_parts_kernel(Params p) {
 #if defined(HIPGN_CLUSTERS)
   if (threadIdx.x == 0) parts_exchange().init();
   cluster_arrive_relaxed();  // waited for before the first push, after the loads are issued
   const std::int64_t group = cluster_index();
   const GroupView<Traits> view(p, group, group_sample_by_multiply(p, group));
-  if constexpr (Traits::kLayout == Layout::channels_last) fwd_onchip_rows<Traits, true>(p, view, group, int(cluster_rank()));
-  else fwd_onchip_aligned<Traits, true>(p, view, group, int(cluster_rank()));
+  const int part = int(cluster_rank());
+  if constexpr (kPeeled) fwd_onchip_span<Traits, true>(p, view, group, part);
+  else if constexpr (Traits::kLayout == Layout::channels_last) fwd_onchip_rows<Traits, true>(p, view, group, part);
+  else fwd_onchip_aligned<Traits, true>(p, view, group, part);
   // no workgroup leaves while its pushes to peers may be in flight (as the resident forward)
   cluster_barrier_relaxed();
 #endif
@@ -484,22 +488,6 @@ template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_span_kernel(Params p) {
   const std::int64_t group = blockIdx.x;
   fwd_onchip_span<Traits>(p, GroupView<Traits>(p, group, group_sample_by_multiply(p, group)), group);
-}
-
-// The span mode's group in parts: fwd_onchip_parts_kernel's cluster a group, each part holding
-// its body vectors as fwd_onchip_span does (odd spatial sizes and misaligned tensors of groups
-// past one workgroup: Instance::onchip_parts). A kernel of its own, as the span mode is beside
-// fwd_onchip_kernel.
-template <typename Traits>
-__global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_span_parts_kernel(Params p) {
-#if defined(HIPGN_CLUSTERS)
-  if (threadIdx.x == 0) parts_exchange().init();
-  cluster_arrive_relaxed();  // waited for before the first push, after the loads are issued
-  const std::int64_t group = cluster_index();
-  fwd_onchip_span<Traits, true>(p, GroupView<Traits>(p, group, group_sample_by_multiply(p, group)), group,
-                                int(cluster_rank()));
-  cluster_barrier_relaxed();  // no workgroup leaves while its pushes to peers may be in flight
-#endif
 }
 
 // Family onchip, channels-last groups narrower than the vector: a workgroup a column. A kernel
@@ -1011,14 +999,14 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_columns_kernel(
 
 template <>
 struct FamilyLauncher<Family::onchip> {
-  // How many groups in clusters of `parts` workgroups (fwd_onchip_parts_kernel, with `peeled`
-  // fwd_onchip_span_parts_kernel, bwd_onchip_parts_kernel) the device runs at once; 0 where the
-  // op has no kernel in parts or the device runs none.
+  // How many groups in clusters of `parts` workgroups (fwd_onchip_parts_kernel, its kPeeled one
+  // with `peeled`, bwd_onchip_parts_kernel) the device runs at once; 0 where the op has no kernel
+  // in parts or the device runs none.
   template <typename Traits>
   static int clusters_at_once(int parts, bool peeled) {
     (void)peeled;
     if constexpr (Traits::kOp == Op::fwd && kOnchipSpans<Traits>)
-      if (peeled) return active_clusters(&fwd_onchip_span_parts_kernel<Traits>, Traits::kBlockSize, 0, parts);
+      if (peeled) return active_clusters(&fwd_onchip_parts_kernel<Traits, true>, Traits::kBlockSize, 0, parts);
     if constexpr (Traits::kOp == Op::fwd)
       return active_clusters(&fwd_onchip_parts_kernel<Traits>, Traits::kBlockSize, 0, parts);
     else if constexpr (Traits::kLayout == Layout::channels_last && kWritesDx<Traits>)
@@ -1046,7 +1034,7 @@ struct FamilyLauncher<Family::onchip> {
       if (p.slices > 1) {  // the runtime asks for parts only where the device has clusters
         auto kernel = &fwd_onchip_parts_kernel<Traits>;
         if constexpr (kOnchipSpans<Traits>)
-          if (p.span) kernel = &fwd_onchip_span_parts_kernel<Traits>;
+          if (p.span) kernel = &fwd_onchip_parts_kernel<Traits, true>;
         hipError_t e = hipErrorInvalidValue;
         launch_clusters(kernel, p, Traits::kBlockSize, 0, int(p.slices), p.num_groups, stream, &e, false);
         return e;
