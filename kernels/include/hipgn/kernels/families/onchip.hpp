@@ -33,11 +33,11 @@ inline constexpr bool kOnchipRowsWidenAfterLoads =
 // The onchip forward's parts of a group (fwd_onchip_parts_kernel) exchange their (mean, M2)
 // through distributed shared memory: each pushes its pair to every part, waits for all of them
 // and merges them in part order (ClusterExchange), so every part has the group's statistics to
-// the same bits. Its one item: the exchange's slots and barriers are
-// used once. A part is part_rows units of the group's `units` (channels-last rows of C/G
-// elements, channels-first vectors of V), the last part the rest, and the first part
-// `first_extra` elements more (a peeled group's head and tail). Takes this part's mean in `mean`
-// and leaves the group's there; returns the group's rstd.
+// the same bits. Its one item: the exchange's slots and barriers are used once. A part is
+// part_rows units of the group's `units` (channels-last rows of C/G elements, channels-first
+// vectors of V), the last part the rest, and the first part `first_extra` elements more (a
+// peeled group's head and tail). Takes this part's mean in `mean` and leaves the group's there;
+// returns the group's rstd.
 #if defined(HIPGN_CLUSTERS)
 __device__ __forceinline__ ClusterExchange& parts_exchange() {
   __shared__ ClusterExchange x;
