@@ -611,12 +611,13 @@ TEST(Heuristics, GroupsInPartsTakeTheFewestRoundsOfClustersTheDeviceRuns) {
   ASSERT_NE(inst, nullptr);
   EXPECT_EQ(inst->name(), one);
   EXPECT_EQ(inst->onchip_parts(p).parts, 2);
-  EXPECT_EQ(inst->onchip_parts(p).rounds, 1);
-  EXPECT_EQ(answered.find(most)->onchip_parts(p).rounds, 2);
+  EXPECT_EQ(inst->onchip_rounds(p, inst->onchip_parts(p)), 1);
+  const Instance* eight = answered.find(most);
+  EXPECT_EQ(eight->onchip_rounds(p, eight->onchip_parts(p)), 2);
   inst = heuristic_choice(silent, kH100, p);
   ASSERT_NE(inst, nullptr);
   EXPECT_EQ(inst->name(), most);
-  EXPECT_EQ(inst->onchip_parts(p).rounds, 0);
+  EXPECT_EQ(inst->onchip_rounds(p, inst->onchip_parts(p)), 0);
 }
 
 TEST(Heuristics, ChannelsLastBackwardOfFewWideGroupsTakesAClusterAGroup) {

@@ -611,7 +611,7 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
   if (x.family == Family::onchip && p.group_elements() >= kOnchipPartsFromElements) {
     const Instance::OnchipParts pa = a.onchip_parts(p), pb = b.onchip_parts(p);
     // groups held in parts where the device says how many of their clusters it runs at once
-    // (Instance::onchip_parts' rounds): the fewer rounds first, since a second round of clusters
+    // (Instance::onchip_rounds): the fewer rounds first, since a second round of clusters
     // starts when the first ends. H100, fp16 / bf16 SiLU, L2-cold, bench.py --best, the
     // occupancy query's answers beside them (bench/NOTES.md, "Rounds of clusters"):
     // sd15_32x1920 channels-first (64 groups) 512 x 8 x 8 in 2 parts (66 clusters at once, one
@@ -619,7 +619,8 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     // 256 x 8 x 8 in 4 (62, two rounds) 16.2 / 16.3, where the most parts win below one round
     // (sd15_32x960, 256 x 8 x 2 in 8, 92 at once: 7.4 / 7.2 against 256 x 8 x 4 in 4's 8.4 /
     // 8.2).
-    if (pa.rounds > 0 && pb.rounds > 0 && pa.rounds != pb.rounds) return pa.rounds < pb.rounds;
+    const std::int64_t ra = a.onchip_rounds(p, pa), rb = b.onchip_rounds(p, pb);
+    if (ra > 0 && rb > 0 && ra != rb) return ra < rb;
     // groups that may be held in parts (Instance::onchip_parts): the instance whose slots the
     // group's part fills most (in eighths); then channels-last the fewest parts (of those that
     // cover half the compute units, from kOnchipPartsSpreadFromElements), or the most where the

@@ -198,10 +198,14 @@ Instance::OnchipParts Instance::onchip_parts(const Problem& p) const {
   }
   r.part_rows = ceil_div(rows, need);  // balanced: no part of a few rows, none empty
   r.parts = int(ceil_div(rows, r.part_rows));
-  const bool peeled = p.layout == Layout::channels_first && p.spatial_size() % spec_.vector != 0;
-  if (const int at_once = clusters_ ? clusters_(r.parts, peeled) : 0; at_once > 0)
-    r.rounds = ceil_div(p.num_groups(), at_once);
   return r;
+}
+
+std::int64_t Instance::onchip_rounds(const Problem& p, const OnchipParts& parts) const {
+  if (parts.parts < 2 || !clusters_) return 0;
+  const bool peeled = p.layout == Layout::channels_first && p.spatial_size() % spec_.vector != 0;
+  const int at_once = clusters_(parts.parts, peeled);
+  return at_once > 0 ? ceil_div(p.num_groups(), at_once) : 0;
 }
 
 int Instance::slices(const Problem& p) const {
@@ -251,8 +255,8 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
       return no("spatial size " + std::to_string(p.spatial_size()) + " is below the vector " + std::to_string(v) +
                 " (a peeled forward's vector crosses one channel's end at most)");
     // (the forward's peeled group past one workgroup is held in parts, or not: below)
-    const std::int64_t held = std::min<std::int64_t>(spec_.chunk_elements(), kBwdStagedSlots);
-    if (backward && family.holds_group && p.group_elements() > held)
+    if (const std::int64_t held = std::min<std::int64_t>(spec_.chunk_elements(), kBwdStagedSlots);
+        backward && family.holds_group && p.group_elements() > held)
       return no("the group's " + std::to_string(p.group_elements()) + " elements exceed the " + std::to_string(held) +
                 " a peeled group holds on chip");
   } else if (v > 1 && family.columns_channels_last && p.layout == Layout::channels_last &&

@@ -141,15 +141,17 @@ class Instance {
   // (kOnchipPartsFromElements) and, backward, channels-last, of at most kOnchipPartsBwdChannels
   // channels, in an op that writes dx;
   // parts 1 is a workgroup a group (every other instance); parts 0, the group does not fit.
-  // Support, launch and the heuristics follow it. `rounds`, where in parts: how many times over
-  // the device runs the groups' clusters (the groups over the clusters it holds at once, which
-  // the device's occupancy query gives for this instance's kernel); 0 where no device answers.
+  // Support, launch and the heuristics follow it.
   struct OnchipParts {
     int parts = 1;
     std::int64_t part_rows = 0;
-    std::int64_t rounds = 0;
   };
   OnchipParts onchip_parts(const Problem&) const;
+  // For the heuristics (a launch needs the parts alone): in how many rounds the device runs the
+  // groups' clusters of `parts` (from onchip_parts), the groups over the clusters of this
+  // instance's kernel it holds at once (its occupancy query, ClustersFn); 0 where the group is
+  // not in parts or no device answers.
+  std::int64_t onchip_rounds(const Problem&, const OnchipParts& parts) const;
 
  private:
   int slices(const Problem&) const;

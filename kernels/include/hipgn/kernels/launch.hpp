@@ -23,7 +23,7 @@ template <typename Traits, Family F>
 struct Launcher {
   static hipError_t launch(const Params& p, hipStream_t stream) { return FamilyLauncher<F>::template launch<Traits>(p, stream); }
   // How many clusters of `parts` workgroups of the instance's kernel in parts (`peeled`: its
-  // peeled groups') the device runs at once (Instance::onchip_parts' rounds); 0 for a family
+  // peeled groups') the device runs at once (Instance::onchip_rounds); 0 for a family
   // without one.
   static int clusters_at_once(int parts, bool peeled) {
     if constexpr (AnswersClusters<FamilyLauncher<F>, Traits>::value)
