@@ -344,38 +344,85 @@ struct Unit {
   }
 };
 
-// dx for vectors [first, end) of a group, given A / M and B / M.
-template <typename Traits>
-__device__ __forceinline__ void write_dx(const Params& p, const GroupView<Traits>& view, std::int64_t first,
-                                         std::int64_t end, float mean, float rstd, float a_mean, float b_mean) {
-  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize;
+// One vector of x and dy that dx is written for, loaded ahead of its use: the writer below
+// loads a thread's next vector before it writes the one it holds, and its caller's A and B
+// (the split dx kernel's, from the workspace) are formed after the first one's loads, so that
+// their latency runs beside that work, not after it. Held as loaded (16-bit types: half the
+// registers). Channels-first, its channel rows' gamma and beta come with it: a span vector
+// (kSpan: a body vector of the group's peeled run, Params::span) crosses at most one row end
+// where the spatial size is at least the vector, its elements from `cut` on the next row's,
+// found by one division a vector (a cursor stepped element by element, SpanAffine, took a branch
+// and a reload of gamma and beta at the row end on every element: bench/NOTES.md, "The split
+// backward's span vectors"); with rows narrower than the vector (a spatial size below 8), its
+// elements' rows one by one from the vector's first, element `cut` of its row.
+template <typename Traits, bool kSpan>
+struct DxVector {
+  static constexpr int V = Traits::kVectorSize;
+  static constexpr bool kChannelsFirst = Traits::kLayout == Layout::channels_first;
+  static_assert(!kSpan || kChannelsFirst, "a span is a channels-first group's run");
   using X = typename Traits::XType;
-  const auto* xs = static_cast<const X*>(p.x);
-  const auto* dys = static_cast<const X*>(p.dy);
-  for (std::int64_t q = first + threadIdx.x; q < end; q += B) {
-    std::int64_t offset, channel;
-    view.locate(p, q, offset, channel);
-    float x[V], dy[V], dx[V];
-    load_vec<V>(xs + offset, x);
-    load_vec<V>(dys + offset, dy);
-    float g[V], b[V];
-    if constexpr (Traits::kLayout == Layout::channels_last) {
-      vector_affine<Traits>(p, channel, g, b);
+  using VecT = Vec<X, V>;
+  Bits<VecT> x, dy;
+  std::int64_t offset, channel;
+  float g0, b0, g1, b1;  // channels-first: the vector's row's gamma and beta, and the next row's
+  int cut;               // span: the vector's first element in the next row (V: none); narrow
+                         // rows: the vector's first element's place in its row
+
+  static __device__ __forceinline__ bool narrow_rows(const Params& p) { return kSpan && p.spatial_size < V; }
+
+  // vector q of the group, or with kSpan of its peeled run's body, which begins at group-relative
+  // element `head`
+  __device__ __forceinline__ void load(const Params& p, const GroupView<Traits>& view, std::int64_t q,
+                                       std::int64_t head) {
+    if constexpr (kSpan) {
+      const std::int64_t j = head + q * V, r = std::int64_t(p.spatial.div(std::uint64_t(j)));
+      const std::int64_t next_row = (r + 1) * p.spatial_size - j;
+      offset = view.base + j;
+      channel = view.channel0 + r;
+      cut = narrow_rows(p) ? int(j - r * p.spatial_size) : next_row < V ? int(next_row) : V;
     } else {
-      // the vector's one channel, read once (bench/NOTES.md, "Loads in flight in the split backward")
+      view.locate(p, q, offset, channel);
+    }
+    x = *reinterpret_cast<const Bits<VecT>*>(static_cast<const X*>(p.x) + offset);
+    dy = *reinterpret_cast<const Bits<VecT>*>(static_cast<const X*>(p.dy) + offset);
+    if constexpr (kChannelsFirst) {
       const Affine<Traits> a0(p, channel);
+      g0 = g1 = a0.gamma, b0 = b1 = a0.beta;
+      if constexpr (kSpan)
+        if (cut < V && !narrow_rows(p)) {
+          const Affine<Traits> a1(p, channel + 1);
+          g1 = a1.gamma, b1 = a1.beta;
+        }
+    }
+  }
+
+  __device__ __forceinline__ void write(const Params& p, float mean, float rstd, float a_mean, float b_mean) const {
+    float xv[V], dyv[V], g[V], b[V], dx[V];
+    widen(from_bits(x), xv);
+    widen(from_bits(dy), dyv);
+    if (narrow_rows(p)) {
+      std::int64_t c = channel;
 #pragma unroll
-      for (int i = 0; i < V; ++i) g[i] = a0.gamma, b[i] = a0.beta;
+      for (int i = 0, at = cut; i < V; ++i, ++at) {
+        if (at == p.spatial_size) at = 0, ++c;
+        const Affine<Traits> a(p, c);
+        g[i] = a.gamma, b[i] = a.beta;
+      }
+    } else if constexpr (kChannelsFirst) {
+#pragma unroll
+      for (int i = 0; i < V; ++i) g[i] = kSpan && i >= cut ? g1 : g0, b[i] = kSpan && i >= cut ? b1 : b0;
+    } else {
+      vector_affine<Traits>(p, channel, g, b);
     }
 #pragma unroll
     for (int i = 0; i < V; ++i) {
       const Affine<Traits> a(g[i], b[i]);
-      backward_terms<Traits>(p, a, mean, rstd, x[i], dy[i]);
-      dx[i] = rstd * (a.gamma * dy[i] - a_mean - x[i] * b_mean);
+      backward_terms<Traits>(p, a, mean, rstd, xv[i], dyv[i]);
+      dx[i] = rstd * (a.gamma * dyv[i] - a_mean - xv[i] * b_mean);
     }
     store_vec<V>(static_cast<X*>(p.dx) + offset, dx);
   }
-}
+};
 
 // The gamma and beta of consecutive elements of a channels-first group, from a cursor: the
 // affine parameters change where a vector crosses a row end (span mode).
@@ -391,54 +438,67 @@ struct SpanAffine {
   }
 };
 
-// dx of a channels-first group in span mode: body vectors [first, end) of the group's peeled
-// run, and its head and tail elements where asked, given A / M and B / M.
-template <typename Traits>
-__device__ __forceinline__ void write_dx_span(const Params& p, const GroupView<Traits>& view, std::int64_t first,
-                                              std::int64_t end, bool head, bool tail, float mean, float rstd,
-                                              float a_mean, float b_mean) {
+// dx for vectors [first, end) of a group, given (A / M, B / M) by `ab`, which every thread
+// calls once, after its first vector's loads (DxVector). With kSpan (Params::span), the vectors
+// of the group's peeled run's body, and its head and tail elements where asked.
+template <typename Traits, bool kSpan, typename AB>
+__device__ __forceinline__ void write_dx(const Params& p, const GroupView<Traits>& view, std::int64_t first,
+                                         std::int64_t end, bool head, bool tail, float mean, float rstd, AB&& ab) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize;
   using X = typename Traits::XType;
-  const auto* xs = static_cast<const X*>(p.x);
-  const auto* dys = static_cast<const X*>(p.dy);
-  X* dxs = static_cast<X*>(p.dx);
-  const Peel<V> run(p.phase, view.base, view.elements(p));
-  const std::int64_t t = threadIdx.x, last = end < run.body ? end : run.body;
-  auto one = [&](std::int64_t j) {  // group-relative element j
-    const std::int64_t o = view.base + j;
-    const SpanAffine<Traits> s(p, view.channel0, j);
-    float x = to_float(xs[o]), dy = to_float(dys[o]);
-    backward_terms<Traits>(p, s.a, mean, rstd, x, dy);
-    dxs[o] = from_float<X>(rstd * (s.a.gamma * dy - a_mean - x * b_mean));
-  };
-  if (head && t < run.head) one(t);
-  if (tail && t < run.tail) one(run.head + run.body * V + t);
-  for (std::int64_t q = first + t; q < last; q += B) {
-    const std::int64_t j = run.head + q * V;
-    float x[V], dy[V], dx[V];
-    load_vec<V>(xs + view.base + j, x);
-    load_vec<V>(dys + view.base + j, dy);
-    SpanAffine<Traits> s(p, view.channel0, j);
-#pragma unroll
-    for (int i = 0; i < V; ++i) {
-      if (i > 0) s.next(p);
-      backward_terms<Traits>(p, s.a, mean, rstd, x[i], dy[i]);
-      dx[i] = rstd * (s.a.gamma * dy[i] - a_mean - x[i] * b_mean);
-    }
-    store_vec<V>(dxs + view.base + j, dx);
+  std::int64_t skip = 0, last = end;  // the body's first element in the group, and its end
+  Peel<V> run(0, 0, 0);
+  if constexpr (kSpan) {
+    run = Peel<V>(p.phase, view.base, view.elements(p));
+    skip = run.head;
+    last = end < run.body ? end : run.body;
+  }
+  std::int64_t q = first + threadIdx.x;
+  DxVector<Traits, kSpan> held;
+  if (q < last) held.load(p, view, q, skip);
+  const float2 m = ab();
+  if constexpr (kSpan) {
+    const std::int64_t t = threadIdx.x;
+    const auto* xs = static_cast<const X*>(p.x);
+    const auto* dys = static_cast<const X*>(p.dy);
+    auto one = [&](std::int64_t j) {  // group-relative element j
+      const std::int64_t o = view.base + j;
+      const SpanAffine<Traits> s(p, view.channel0, j);
+      float x = to_float(xs[o]), dy = to_float(dys[o]);
+      backward_terms<Traits>(p, s.a, mean, rstd, x, dy);
+      static_cast<X*>(p.dx)[o] = from_float<X>(rstd * (s.a.gamma * dy - m.x - x * m.y));
+    };
+    if (head && t < run.head) one(t);
+    if (tail && t < run.tail) one(run.head + run.body * V + t);
+  }
+  for (; q < last; q += B) {
+    DxVector<Traits, kSpan> next;  // loaded before the store: dx may alias x, but not at vector q + B
+    if (q + B < last) next.load(p, view, q + B, skip);
+    held.write(p, mean, rstd, m.x, m.y);
+    held = next;
   }
 }
 
 // dgamma_c = sum_n S2[n, c], dbeta_c = sum_n S1[n, c], n in order, from the per-(n, c) sums in
 // the workspace: the same bits wherever it runs. L2 reads: other workgroups of this launch may
-// have stored them (GroupArrival).
+// have stored them (GroupArrival). kSamplesAtOnce of them loaded before any is added (the same
+// order, so the same bits), so that a channel's samples cost a few L2 round trips, not one each
+// (the compiler's own unroll issued 4: 32 samples, r50_*_n32, took 8); the runs this ends are
+// the last workgroups' (the split family's dx kernel runs its first sample last). 16 made the
+// channels-first onchip backward spill 8-16 bytes (it inlines this in its kernel's end).
+inline constexpr int kSamplesAtOnce = 8;
 template <typename GammaType>
 __device__ __forceinline__ void write_gamma_beta(const Params& p, std::int64_t samples, std::int64_t c) {
+  const float2* w = reinterpret_cast<const float2*>(p.workspace) + c;
   float s1 = 0.f, s2 = 0.f;
-  for (std::int64_t n = 0; n < samples; ++n) {
-    const float2 w = load_shared_partial(reinterpret_cast<const float2*>(p.workspace + (n * p.channels + c) * 2));
-    s1 += w.x;
-    s2 += w.y;
+  for (std::int64_t n0 = 0; n0 < samples; n0 += kSamplesAtOnce) {
+    float2 v[kSamplesAtOnce];
+#pragma unroll
+    for (int k = 0; k < kSamplesAtOnce; ++k)
+      v[k] = n0 + k < samples ? load_shared_partial(w + (n0 + k) * p.channels) : make_float2(0.f, 0.f);
+#pragma unroll
+    for (int k = 0; k < kSamplesAtOnce; ++k)
+      if (n0 + k < samples) s1 += v[k].x, s2 += v[k].y;
   }
   static_cast<GammaType*>(p.dgamma)[c] = from_float<GammaType>(s2);
   static_cast<GammaType*>(p.dbeta)[c] = from_float<GammaType>(s1);

@@ -156,26 +156,34 @@ __global__ void __launch_bounds__(kBlock) bwd_fold_pieces_kernel(Params p) {
 // vectors. In reverse order: the last group first, whose x and dy pass 1 read last.
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize) bwd_split_dx_kernel(Params p) {
-  wait_for_prior_grid();
   constexpr std::int64_t kChunk = std::int64_t(Traits::kBlockSize) * Traits::kPerThread;
   const std::uint32_t slices = std::uint32_t(p.slices), b = gridDim.x - 1 - blockIdx.x;
   const std::int64_t group = b / slices, sample = group_sample(p, group), slice = b - group * slices;
   const GroupView<Traits> view(p, group);
-  float ab[2] = {0.f, 0.f};
-  for (std::int64_t c = threadIdx.x; c < p.channels_per_group; c += Traits::kBlockSize) {
-    const float* w = p.workspace + (sample * p.channels + view.channel0 + c) * 2;
-    const float g = Affine<Traits>(p, view.channel0 + c).gamma;
-    ab[0] += g * w[0];
-    ab[1] += g * w[1];
-  }
-  block_sum_array<Traits::kBlockSize>(ab);
-  const float m = float(p.group_elements);
   const std::int64_t first = slice * kChunk, end = first + kChunk < p.vectors ? first + kChunk : p.vectors;
-  if (spans<Traits>(p))
-    write_dx_span<Traits>(p, view, first, end, slice == 0, slice == p.slices - 1, p.mean[group], p.rstd[group],
-                          ab[0] / m, ab[1] / m);
-  else
-    write_dx<Traits>(p, view, first, end, p.mean[group], p.rstd[group], ab[0] / m, ab[1] / m);
+  // A / M and B / M from the group's channel sums, after this thread's first vector is loaded:
+  // x and dy are the caller's, ready before the kernels before this one began, so their loads
+  // do not wait for those kernels to finish; the sums (and dx, which may alias x) do
+  const auto ab = [&] {
+    wait_for_prior_grid();
+    float s[2] = {0.f, 0.f};
+    for (std::int64_t c = threadIdx.x; c < p.channels_per_group; c += Traits::kBlockSize) {
+      const float* w = p.workspace + (sample * p.channels + view.channel0 + c) * 2;
+      const float g = Affine<Traits>(p, view.channel0 + c).gamma;
+      s[0] += g * w[0];
+      s[1] += g * w[1];
+    }
+    block_sum_array<Traits::kBlockSize>(s);
+    const float m = float(p.group_elements);
+    return make_float2(s[0] / m, s[1] / m);
+  };
+  const float mean = p.mean[group], rstd = p.rstd[group];
+  if (spans<Traits>(p)) {
+    if constexpr (kPeels<Traits>)
+      write_dx<Traits, true>(p, view, first, end, slice == 0, slice == p.slices - 1, mean, rstd, ab);
+  } else {
+    write_dx<Traits, false>(p, view, first, end, false, false, mean, rstd, ab);
+  }
   // dgamma and dbeta where the op writes them: the sums are whole (the kernels before this one
   // made them), so the first sample's workgroups add them up over the samples, each group's
   // channels spread over its slices. A kernel of their own (launch_grid_gamma_beta) was one

@@ -1,7 +1,9 @@
 // Programmatic dependent launch (sm_90, CUDA 12.3+ in graphs): a kernel that needs the one
 // before it on the stream may be launched early, its workgroups starting while the first one's
-// last workgroups drain; it waits (wait_for_prior_grid) before its first access of memory, at
-// which point every write of the kernel before it is visible. The graph edge between two such
+// last workgroups drain; it waits (wait_for_prior_grid) before its first access of memory that
+// the kernel before it writes (or reads, where it writes there), at which point every write of
+// that kernel is visible. What kernels before that one wrote is visible from the start: it began
+// after them. The graph edge between two such
 // kernels costs ~1.7 us at 1 MB, and this takes back 0.3-0.4 us of it (bench/pdl_probe.cu,
 // bench/NOTES.md "Two probes"). Elsewhere (AMD, a system HIP) an ordinary launch, and the
 // device calls compile to nothing.
@@ -13,7 +15,8 @@
 
 namespace hipgn::kernels {
 
-// First thing in a kernel launched by launch_dependent (a no-op in one launched otherwise).
+// In a kernel launched by launch_dependent, before it touches what the kernel before it writes
+// (a no-op in one launched otherwise).
 __device__ __forceinline__ void wait_for_prior_grid() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
