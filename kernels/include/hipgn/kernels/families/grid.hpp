@@ -481,24 +481,33 @@ __device__ __forceinline__ void write_dx(const Params& p, const GroupView<Traits
 
 // dgamma_c = sum_n S2[n, c], dbeta_c = sum_n S1[n, c], n in order, from the per-(n, c) sums in
 // the workspace: the same bits wherever it runs. L2 reads: other workgroups of this launch may
-// have stored them (GroupArrival). kSamplesAtOnce of them loaded before any is added (the same
-// order, so the same bits), so that a channel's samples cost a few L2 round trips, not one each
-// (the compiler's own unroll issued 4: 32 samples, r50_*_n32, took 8); the runs this ends are
-// the last workgroups' (the split family's dx kernel runs its first sample last). 16 made the
-// channels-first onchip backward spill 8-16 bytes (it inlines this in its kernel's end).
-inline constexpr int kSamplesAtOnce = 8;
-template <typename GammaType>
+// have stored them (GroupArrival). With kAtOnce > 1, that many samples' sums loaded before any
+// is added (the same order, so the same bits), so that a channel's samples cost a few L2 round
+// trips, not one each (the compiler's own unroll issued 4: 32 samples, r50_*_n32, took 8): the
+// split family's dx kernel, whose first sample, which adds them up, runs last. The kernels that
+// do it at their end by the last arrival (GroupArrival) keep the plain loop: with 8 at once
+// inlined there, the channels-last onchip backward (bf16 256 x 8 x 2) spilled 8 bytes, with 16
+// the channels-first one 8-16.
+template <typename GammaType, int kAtOnce = 1>
 __device__ __forceinline__ void write_gamma_beta(const Params& p, std::int64_t samples, std::int64_t c) {
-  const float2* w = reinterpret_cast<const float2*>(p.workspace) + c;
   float s1 = 0.f, s2 = 0.f;
-  for (std::int64_t n0 = 0; n0 < samples; n0 += kSamplesAtOnce) {
-    float2 v[kSamplesAtOnce];
+  if constexpr (kAtOnce == 1) {
+    for (std::int64_t n = 0; n < samples; ++n) {
+      const float2 w = load_shared_partial(reinterpret_cast<const float2*>(p.workspace + (n * p.channels + c) * 2));
+      s1 += w.x;
+      s2 += w.y;
+    }
+  } else {
+    const float2* w = reinterpret_cast<const float2*>(p.workspace) + c;
+    for (std::int64_t n0 = 0; n0 < samples; n0 += kAtOnce) {
+      float2 v[kAtOnce];
 #pragma unroll
-    for (int k = 0; k < kSamplesAtOnce; ++k)
-      v[k] = n0 + k < samples ? load_shared_partial(w + (n0 + k) * p.channels) : make_float2(0.f, 0.f);
+      for (int k = 0; k < kAtOnce; ++k)
+        v[k] = n0 + k < samples ? load_shared_partial(w + (n0 + k) * p.channels) : make_float2(0.f, 0.f);
 #pragma unroll
-    for (int k = 0; k < kSamplesAtOnce; ++k)
-      if (n0 + k < samples) s1 += v[k].x, s2 += v[k].y;
+      for (int k = 0; k < kAtOnce; ++k)
+        if (n0 + k < samples) s1 += v[k].x, s2 += v[k].y;
+    }
   }
   static_cast<GammaType*>(p.dgamma)[c] = from_float<GammaType>(s2);
   static_cast<GammaType*>(p.dbeta)[c] = from_float<GammaType>(s1);

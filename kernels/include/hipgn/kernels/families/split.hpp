@@ -191,7 +191,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_split_dx_kernel(Params
   if (p.dgamma != nullptr && sample == 0)
     for (std::int64_t c = slice * Traits::kBlockSize + threadIdx.x; c < p.channels_per_group;
          c += std::int64_t(p.slices) * Traits::kBlockSize)
-      write_gamma_beta<typename Traits::GammaType>(p, p.num_groups / p.groups_per_sample, view.channel0 + c);
+      write_gamma_beta<typename Traits::GammaType, 8>(p, p.num_groups / p.groups_per_sample, view.channel0 + c);
 }
 
 template <>
