@@ -442,8 +442,9 @@ struct SpanAffine {
 // calls once, after its first vector's loads (DxVector). With kSpan (Params::span), the vectors
 // of the group's peeled run's body, and its head and tail elements where asked.
 template <typename Traits, bool kSpan, typename AB>
-__device__ __forceinline__ void write_dx(const Params& p, const GroupView<Traits>& view, std::int64_t first,
-                                         std::int64_t end, bool head, bool tail, float mean, float rstd, AB&& ab) {
+__device__ __forceinline__ void write_dx_vectors(const Params& p, const GroupView<Traits>& view, std::int64_t first,
+                                                 std::int64_t end, bool head, bool tail, float mean, float rstd,
+                                                 AB&& ab) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize;
   using X = typename Traits::XType;
   std::int64_t skip = 0, last = end;  // the body's first element in the group, and its end
@@ -476,6 +477,17 @@ __device__ __forceinline__ void write_dx(const Params& p, const GroupView<Traits
     if (q + B < last) next.load(p, view, q + B, skip);
     held.write(p, mean, rstd, m.x, m.y);
     held = next;
+  }
+}
+
+// write_dx_vectors in span mode where the launch asks for it (spans), the aligned vectors else.
+template <typename Traits, typename AB>
+__device__ __forceinline__ void write_dx(const Params& p, const GroupView<Traits>& view, std::int64_t first,
+                                         std::int64_t end, bool head, bool tail, float mean, float rstd, AB&& ab) {
+  if (spans<Traits>(p)) {
+    if constexpr (kPeels<Traits>) write_dx_vectors<Traits, true>(p, view, first, end, head, tail, mean, rstd, ab);
+  } else {
+    write_dx_vectors<Traits, false>(p, view, first, end, false, false, mean, rstd, ab);
   }
 }
 
