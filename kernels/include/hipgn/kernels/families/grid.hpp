@@ -440,8 +440,11 @@ struct SpanAffine {
 
 // dx for vectors [first, end) of a group, given (A / M, B / M) by `ab`, which every thread
 // calls once, after its first vector's loads (DxVector). With kSpan (Params::span), the vectors
-// of the group's peeled run's body, and its head and tail elements where asked.
-template <typename Traits, bool kSpan, typename AB>
+// of the group's peeled run's body, and its head and tail elements where asked. With kAhead, a
+// thread's next vector is loaded before it writes the one it holds; without, after (the looped
+// backward: with two vectors held its kernel spilled 8 bytes at 64 registers, nvcc 13.0, where
+// the split dx kernel holds them in 64 with none).
+template <typename Traits, bool kSpan, bool kAhead, typename AB>
 __device__ __forceinline__ void write_dx_vectors(const Params& p, const GroupView<Traits>& view, std::int64_t first,
                                                  std::int64_t end, bool head, bool tail, float mean, float rstd,
                                                  AB&& ab) {
@@ -473,21 +476,27 @@ __device__ __forceinline__ void write_dx_vectors(const Params& p, const GroupVie
     if (tail && t < run.tail) one(run.head + run.body * V + t);
   }
   for (; q < last; q += B) {
-    DxVector<Traits, kSpan> next;  // loaded before the store: dx may alias x, but not at vector q + B
-    if (q + B < last) next.load(p, view, q + B, skip);
-    held.write(p, mean, rstd, m.x, m.y);
-    held = next;
+    if constexpr (kAhead) {
+      DxVector<Traits, kSpan> next;  // loaded before the store: dx may alias x, but not at vector q + B
+      if (q + B < last) next.load(p, view, q + B, skip);
+      held.write(p, mean, rstd, m.x, m.y);
+      held = next;
+    } else {
+      held.write(p, mean, rstd, m.x, m.y);
+      if (q + B < last) held.load(p, view, q + B, skip);
+    }
   }
 }
 
 // write_dx_vectors in span mode where the launch asks for it (spans), the aligned vectors else.
-template <typename Traits, typename AB>
+template <typename Traits, bool kAhead, typename AB>
 __device__ __forceinline__ void write_dx(const Params& p, const GroupView<Traits>& view, std::int64_t first,
                                          std::int64_t end, bool head, bool tail, float mean, float rstd, AB&& ab) {
   if (spans<Traits>(p)) {
-    if constexpr (kPeels<Traits>) write_dx_vectors<Traits, true>(p, view, first, end, head, tail, mean, rstd, ab);
+    if constexpr (kPeels<Traits>)
+      write_dx_vectors<Traits, true, kAhead>(p, view, first, end, head, tail, mean, rstd, ab);
   } else {
-    write_dx_vectors<Traits, false>(p, view, first, end, false, false, mean, rstd, ab);
+    write_dx_vectors<Traits, false, kAhead>(p, view, first, end, false, false, mean, rstd, ab);
   }
 }
 

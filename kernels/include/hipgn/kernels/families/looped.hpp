@@ -49,7 +49,8 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_looped_kernel(Params p
   if (gamma_beta_by_arrival<Traits>(p) && threadIdx.x == 0) arrival.arrive(p, g);
   if constexpr (kWritesDx<Traits>) {
     const float m = float(view.elements(p));
-    write_dx<Traits>(p, view, 0, view.vectors(p), true, true, mean, rstd, [&] { return make_float2(a / m, b / m); });
+    const auto ab = [&] { return make_float2(a / m, b / m); };
+    write_dx<Traits, false>(p, view, 0, view.vectors(p), true, true, mean, rstd, ab);
   }
   arrival.finish(p, view, g);
 }

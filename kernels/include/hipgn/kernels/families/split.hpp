@@ -178,7 +178,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_split_dx_kernel(Params
     return make_float2(s[0] / m, s[1] / m);
   };
   const float mean = p.mean[group], rstd = p.rstd[group];
-  write_dx<Traits>(p, view, first, end, slice == 0, slice == p.slices - 1, mean, rstd, ab);
+  write_dx<Traits, true>(p, view, first, end, slice == 0, slice == p.slices - 1, mean, rstd, ab);
   // dgamma and dbeta where the op writes them: the sums are whole (the kernels before this one
   // made them), so the first sample's workgroups add them up over the samples, each group's
   // channels spread over its slices. A kernel of their own (launch_grid_gamma_beta) was one
