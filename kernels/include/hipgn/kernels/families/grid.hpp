@@ -439,11 +439,13 @@ struct SpanAffine {
 };
 
 // dx for vectors [first, end) of a group, given (A / M, B / M) by `ab`, which every thread
-// calls once, after its first vector's loads (DxVector). With kSpan (Params::span), the vectors
-// of the group's peeled run's body, and its head and tail elements where asked. With kAhead, a
-// thread's next vector is loaded before it writes the one it holds; without, after (the looped
-// backward: with two vectors held its kernel spilled 8 bytes at 64 registers, nvcc 13.0, where
-// the split dx kernel holds them in 64 with none).
+// calls once. With kSpan (Params::span), the vectors of the group's peeled run's body, and its
+// head and tail elements where asked. With kAhead (the split dx kernel), a thread's first vector
+// is loaded before `ab` (DxVector says why) and each next one before it writes the one it holds;
+// without (the looped backward, whose A and B are in registers already), each is loaded where it
+// is written: with vectors held ahead its kernel spilled under nvcc 13.0.88 (8 bytes at 64
+// registers, 256 x 8 x 1; with the first one only, 12-72 bytes at 32, 256 x 2 x 1), where the
+// split dx kernel holds them in 64 with none.
 template <typename Traits, bool kSpan, bool kAhead, typename AB>
 __device__ __forceinline__ void write_dx_vectors(const Params& p, const GroupView<Traits>& view, std::int64_t first,
                                                  std::int64_t end, bool head, bool tail, float mean, float rstd,
@@ -459,7 +461,7 @@ __device__ __forceinline__ void write_dx_vectors(const Params& p, const GroupVie
   }
   std::int64_t q = first + threadIdx.x;
   DxVector<Traits, kSpan> held;
-  if (q < last) held.load(p, view, q, skip);
+  if (kAhead && q < last) held.load(p, view, q, skip);
   const float2 m = ab();
   if constexpr (kSpan) {
     const std::int64_t t = threadIdx.x;
@@ -482,8 +484,8 @@ __device__ __forceinline__ void write_dx_vectors(const Params& p, const GroupVie
       held.write(p, mean, rstd, m.x, m.y);
       held = next;
     } else {
+      held.load(p, view, q, skip);
       held.write(p, mean, rstd, m.x, m.y);
-      if (q + B < last) held.load(p, view, q + B, skip);
     }
   }
 }
