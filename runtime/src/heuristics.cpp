@@ -384,9 +384,9 @@ RuleTables sm_90() {
       {Family::split, 1.0, 4096, "fewer groups than compute units: several workgroups per group"},
       // Channels-first from 32 KB of x a compute unit (4.2 MB on 132), groups that fit on chip
       // or not: the split family's first pass sums short rows a team of lanes each (params.hpp:
-      // split_bwd_cf_rows), where onchip stages a slot per element and adds each channel's a
-      // wavefront at a time, and looped runs a group's rows one after another in one
-      // workgroup. Measured on an H100, fp16 SiLU, L2-cold, every instance (bench/NOTES.md,
+      // split_bwd_cf_rows), where onchip (then) staged a slot per element and added each
+      // channel's a wavefront at a time, and looped runs a group's rows one after another in
+      // one workgroup. Measured on an H100, fp16 SiLU, L2-cold, every instance (bench/NOTES.md,
       // "Rows in teams"): r50_7x2048_n32 (6.4 MB, 1024 groups of 3136) split 27.7 us against
       // onchip 39.3; r50_56x256_n32 (51 MB, 1024 groups of 25088) split 104.4 against looped
       // 114.7; no suite shape lies between.

@@ -245,18 +245,17 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
   const int v = spec_.vector;
   if (spans(p, t, v, family)) {
     // any spatial size and 16-byte phase, the runs peeled (families/grid.hpp); the onchip
-    // backward stages its per-channel sums one slot per element, and the onchip forward lets
-    // a vector cross one channel's end at most (fwd_onchip_span)
+    // forward and backward let a vector cross one channel's end at most (fwd_onchip_span,
+    // bwd_onchip_run)
     if (std::string m = unpeelable(p, t, v); !m.empty()) return no(std::move(m));
     const bool backward = describe(p.op).backward;
     if (!backward && v * std::int64_t(size_of(p.x_dtype)) != kPeeledForwardVectorBytes)
       return no("a peeled forward takes " + std::to_string(kPeeledForwardVectorBytes) + "-byte vectors only");
-    if (!backward && p.spatial_size() < v)
+    if ((!backward || family.holds_group) && p.spatial_size() < v)
       return no("spatial size " + std::to_string(p.spatial_size()) + " is below the vector " + std::to_string(v) +
-                " (a peeled forward's vector crosses one channel's end at most)");
+                " (a peeled onchip or forward run's vector crosses one channel's end at most)");
     // (the forward's peeled group past one workgroup is held in parts, or not: below)
-    if (const std::int64_t held = std::min<std::int64_t>(spec_.chunk_elements(), kBwdStagedSlots);
-        backward && family.holds_group && p.group_elements() > held)
+    if (const std::int64_t held = spec_.chunk_elements(); backward && family.holds_group && p.group_elements() > held)
       return no("the group's " + std::to_string(p.group_elements()) + " elements exceed the " + std::to_string(held) +
                 " a peeled group holds on chip");
   } else if (v > 1 && family.columns_channels_last && p.layout == Layout::channels_last &&

@@ -498,94 +498,6 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_columns_kernel(
   fwd_onchip_columns<Traits>(p, blockIdx.x);
 }
 
-// Family onchip, channels-first span mode: the group's peeled run held in registers (body
-// vectors, and a head and a tail element a thread at most), the per-channel sums staged one
-// slot per element in dynamic shared memory (2 M floats, M <= kBwdStagedSlots: Instance::
-// supports; the launch asks for it): channel c's are the contiguous slots c*HW ... (c+1)*HW - 1,
-// added up a wavefront per channel.
-template <typename Traits>
-__device__ __forceinline__ void bwd_onchip_span(const Params& p, const GroupView<Traits>& view, std::int64_t sample,
-                                                std::int64_t g, float mean, float rstd, float* s1, float* s2,
-                                                GroupArrival& arrival) {
-  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
-  using X = typename Traits::XType;
-  const auto* xs = static_cast<const X*>(p.x);
-  const auto* dys = static_cast<const X*>(p.dy);
-  const Peel<V> run(p.phase, view.base, p.group_elements);
-  const std::int64_t t = threadIdx.x, tail0 = run.head + run.body * V;
-  // the head (k = 0) and tail (k = 1) element this thread holds, if any: group-relative index
-  const std::int64_t edge[2] = {t < run.head ? t : -1, t < run.tail ? tail0 + t : -1};
-  float x[E][V], dy[E][V], xe[2] = {0.f, 0.f}, dye[2] = {0.f, 0.f};
-  float ab[2] = {0.f, 0.f};
-#pragma unroll
-  for (int e = 0; e < E; ++e) {
-    const std::int64_t q = t + std::int64_t(e) * B;
-    if (q >= run.body) continue;
-    const std::int64_t j = run.head + q * V;
-    load_vec<V>(xs + view.base + j, x[e]);
-    load_vec<V>(dys + view.base + j, dy[e]);
-    SpanAffine<Traits> s(p, view.channel0, j);
-#pragma unroll
-    for (int i = 0; i < V; ++i) {
-      if (i > 0) s.next(p);
-      backward_terms<Traits>(p, s.a, mean, rstd, x[e][i], dy[e][i]);
-      ab[0] += s.a.gamma * dy[e][i];
-      ab[1] += s.a.gamma * dy[e][i] * x[e][i];
-    }
-  }
-#pragma unroll
-  for (int k = 0; k < 2; ++k) {
-    if (edge[k] < 0) continue;
-    const SpanAffine<Traits> s(p, view.channel0, edge[k]);
-    xe[k] = to_float(xs[view.base + edge[k]]);
-    dye[k] = to_float(dys[view.base + edge[k]]);
-    backward_terms<Traits>(p, s.a, mean, rstd, xe[k], dye[k]);
-    ab[0] += s.a.gamma * dye[k];
-    ab[1] += s.a.gamma * dye[k] * xe[k];
-  }
-  if (wants_channel_sums<Traits>(p)) {
-#pragma unroll
-    for (int e = 0; e < E; ++e) {
-      const std::int64_t q = t + std::int64_t(e) * B;
-      if (q >= run.body) continue;
-      const std::int64_t j = run.head + q * V;
-#pragma unroll
-      for (int i = 0; i < V; ++i) s1[j + i] = dy[e][i], s2[j + i] = dy[e][i] * x[e][i];
-    }
-#pragma unroll
-    for (int k = 0; k < 2; ++k)
-      if (edge[k] >= 0) s1[edge[k]] = dye[k], s2[edge[k]] = dye[k] * xe[k];
-    __syncthreads();
-    store_staged_channel_sums<B>(p, sample, view.channel0, s1, s2, p.spatial_size);
-    arrive_after_sums<Traits>(p, g, arrival);
-  }
-  if constexpr (kWritesDx<Traits>) {
-    block_sum_array<B>(ab);
-    const float m = float(p.group_elements), a_mean = ab[0] / m, b_mean = ab[1] / m;
-    X* dxs = static_cast<X*>(p.dx);
-#pragma unroll
-    for (int e = 0; e < E; ++e) {
-      const std::int64_t q = t + std::int64_t(e) * B;
-      if (q >= run.body) continue;
-      const std::int64_t j = run.head + q * V;
-      SpanAffine<Traits> s(p, view.channel0, j);
-      float dx[V];
-#pragma unroll
-      for (int i = 0; i < V; ++i) {
-        if (i > 0) s.next(p);
-        dx[i] = rstd * (s.a.gamma * dy[e][i] - a_mean - x[e][i] * b_mean);
-      }
-      store_vec<V>(dxs + view.base + j, dx);
-    }
-#pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      if (edge[k] < 0) continue;
-      const float g = SpanAffine<Traits>(p, view.channel0, edge[k]).a.gamma;
-      dxs[view.base + edge[k]] = from_float<X>(rstd * (g * dye[k] - a_mean - xe[k] * b_mean));
-    }
-  }
-}
-
 // Whether the channels-last onchip backward keeps the fp32 terms of x and dy (2 E V registers)
 // for dx: where they take at most half of a thread's 64K / B registers; else it computes them
 // again from x and dy as loaded.
@@ -874,64 +786,162 @@ __device__ __forceinline__ void bwd_onchip_columns(const Params& p, std::int64_t
   arrival.finish<Traits>(p, g0, channel0, V);
 }
 
-// Family onchip, channels-first, the group's body aligned: vector q of the group at thread
-// q % block, x and dy in registers; the per-channel sums one slot per vector in shared memory,
-// channel c's the contiguous slots of its row, added up a wavefront per channel.
+// Family onchip, channels-first backward: the group's contiguous run read as the forward's span
+// (fwd_onchip_span), aligned or peeled alike: body vector q at thread q % block, kPerThread of
+// them a thread, x and dy held as loaded (16-bit types: half the registers), and a head and a
+// tail element a thread at most. A vector crosses at most one channel row's end (the spatial
+// size is at least the vector: Instance::supports), found by one division a vector, its
+// elements from `cut` on the next row's. The per-channel sums meet in shared memory a pair of
+// slots a vector: slot q + 1 takes vector q's sums of its first row; after a barrier, the sums
+// of its next row are added into slot q + 2, the next vector's, which begins in that row (the
+// last vector's into slot body + 1); slot 0 holds the head's (row 0) and slot body + 2 the
+// tail's (the last row). So channel c's sums are the contiguous slots from its first vector's
+// on, added up a wavefront per channel. The kernels this replaces held x and dy as fp32 terms
+// (the aligned body, 4096 elements at most) or staged every element's terms (the peeled run, 2 M
+// floats of dynamic shared memory, a cursor stepped each element: 80 registers and 25 KB a
+// workgroup, 47 us under Nsight Compute at r50_7x2048_n32 where the split pair took 33;
+// bench/NOTES.md, "Where the fifth session of 2026-11-28 ended").
 template <typename Traits>
-__device__ __forceinline__ void bwd_onchip_aligned(const Params& p, const GroupView<Traits>& view, std::int64_t sample,
-                                                   std::int64_t g, float mean, float rstd, float* s1, float* s2,
-                                                   GroupArrival& arrival) {
+__device__ __forceinline__ void bwd_onchip_run(const Params& p, const GroupView<Traits>& view, std::int64_t sample,
+                                               std::int64_t g, float mean, float rstd, float* s1, float* s2,
+                                               GroupArrival& arrival) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
+  // the rows of a thread's few vectors kept from beside the loads to dx, else found again there
+  // (as fwd_onchip_span's); the terms computed again for dx: held, they took 79 registers
+  // where this takes 64 (fp16 256 x 8 x 2; ptxas)
+  constexpr bool kEarly = E <= 4;
+  constexpr Activation kAct = Traits::kActivation;
   using X = typename Traits::XType;
-  float x[E][V], dy[E][V];
-  float ab[2] = {0.f, 0.f};
+  using VecT = Vec<X, V>;
+  using Raw = Bits<VecT>;
+  const int t = threadIdx.x, hw = int(p.spatial_size);
+  const Peel<V> run(p.phase, view.base, p.group_elements);
+  const int head = int(run.head), body = int(run.body), edges = int(run.head + run.tail);
+  const X* xs = static_cast<const X*>(p.x) + view.base;
+  const X* dys = static_cast<const X*>(p.dy) + view.base;
+  // vector q's first row r, the element where row r + 1 begins in it (V: none), and both rows'
+  // gamma and beta
+  struct Rows {
+    int cut;
+    float g0, b0, g1, b1;
+  };
+  const auto rows_of = [&](int q) {
+    const int j = head + q * V, r = int(p.spatial.div31(std::uint32_t(j))), cut = min((r + 1) * hw - j, V);
+    const Affine<Traits> a0(p, view.channel0 + r);
+    const Affine<Traits> a1 = cut < V ? Affine<Traits>(p, view.channel0 + r + 1) : a0;
+    return Rows{cut, a0.gamma, a0.beta, a1.gamma, a1.beta};
+  };
+  const auto constants = [&](const Rows& w, BwdChannel(&k)[V]) {
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      const bool next = i >= w.cut;
+      k[i] = BwdChannel{mean, rstd, (next ? w.g1 : w.g0) * rstd, next ? w.b1 : w.b0};
+    }
+  };
+  Raw bx[E], bdy[E];
+  Rows early[kEarly ? E : 1];
 #pragma unroll
   for (int e = 0; e < E; ++e) {
-    const std::int64_t q = threadIdx.x + std::int64_t(e) * B;
-    if (q < p.vectors) {
-      std::int64_t offset, channel;
-      view.locate(p, q, offset, channel);
-      load_vec<V>(static_cast<const X*>(p.x) + offset, x[e]);
-      load_vec<V>(static_cast<const X*>(p.dy) + offset, dy[e]);
-      const Affine<Traits> a(p, channel);
-#pragma unroll
-      for (int i = 0; i < V; ++i) {
-        backward_terms<Traits>(p, a, mean, rstd, x[e][i], dy[e][i]);
-        ab[0] += a.gamma * dy[e][i];
-        ab[1] += a.gamma * dy[e][i] * x[e][i];
-      }
+    const int q = t + e * B;
+    if (q < body) {
+      bx[e] = *reinterpret_cast<const Raw*>(xs + head + q * V);
+      bdy[e] = *reinterpret_cast<const Raw*>(dys + head + q * V);
+      if constexpr (kEarly) early[e] = rows_of(q);
     }
   }
-  if (wants_channel_sums<Traits>(p)) {
+  // the head and the tail, an element a thread: group-relative element `rel`, its x - mean and
+  // dy', its row's gamma and beta
+  const int rel = t < head ? t : head + body * V + (t - head);
+  float ed = 0.f, eg = 0.f;
+  if (t < edges) ed = to_float(xs[rel]) - mean, eg = to_float(dys[rel]);
+  const Affine<Traits> ea(p, view.channel0 + (t < edges ? int(p.spatial.div31(std::uint32_t(rel))) : 0));
+  if constexpr (kAct != Activation::none)
+    if (t < edges) eg *= activation_grad<kAct>(fmaf(ea.gamma * rstd, ed, ea.beta), p.swish_beta);
+  const bool sums = wants_channel_sums<Traits>(p);
+  // each vector's sums of dy' and dy' (x - mean) over its first row go to its slot (q + 1) at
+  // once, those over its next row (hi) after the barrier below; A and B without rstd: sum gamma
+  // dy', sum gamma dy' (x - mean)
+  float hi1[E], hi2[E];
+  float ab[2] = {t < edges ? ea.gamma * eg : 0.f, t < edges ? ea.gamma * eg * ed : 0.f};
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    hi1[e] = hi2[e] = 0.f;
+    const int q = t + e * B;
+    if (q < body) {
+      Rows w;
+      if constexpr (kEarly) w = early[e];
+      else w = rows_of(q);
+      BwdChannel k[V];
+      constants(w, k);
+      float d[V], gr[V];
+      vector_terms<kAct>(from_bits<VecT>(bx[e]), from_bits<VecT>(bdy[e]), k, p.swish_beta, d, gr);
+      float lo1 = 0.f, lo2 = 0.f;
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        const float gd = gr[i] * d[i], gamma = i >= w.cut ? w.g1 : w.g0;
+        if (i < w.cut) lo1 += gr[i], lo2 += gd;
+        else hi1[e] += gr[i], hi2[e] += gd;
+        ab[0] += gamma * gr[i];
+        ab[1] += gamma * gd;
+      }
+      if (sums) s1[q + 1] = lo1, s2[q + 1] = lo2 * rstd;
+    }
+  }
+  if (sums) {
+    __shared__ float edge1[2 * V], edge2[2 * V];  // the head's and the tail's elements, at most 2 (V - 1)
+    if (t == 0) s1[body + 1] = s2[body + 1] = 0.f;
+    if (t < edges) edge1[t] = eg, edge2[t] = eg * ed * rstd;
+    __syncthreads();
+    // a vector's next row is the next vector's first (0 where it has none)
 #pragma unroll
     for (int e = 0; e < E; ++e) {
-      const std::int64_t q = threadIdx.x + std::int64_t(e) * B;
-      if (q >= p.vectors) continue;
-      float t1 = 0.f, t2 = 0.f;
-#pragma unroll
-      for (int i = 0; i < V; ++i) t1 += dy[e][i], t2 += dy[e][i] * x[e][i];
-      s1[q] = t1;
-      s2[q] = t2;
+      const int q = t + e * B;
+      if (q < body) s1[q + 2] += hi1[e], s2[q + 2] += hi2[e] * rstd;
+    }
+    if (t == 0) {  // the head's slot and the tail's, in element order
+      float h1 = 0.f, h2 = 0.f, t1 = 0.f, t2 = 0.f;
+      for (int k = 0; k < head; ++k) h1 += edge1[k], h2 += edge2[k];
+      for (int k = head; k < edges; ++k) t1 += edge1[k], t2 += edge2[k];
+      s1[0] = h1, s2[0] = h2, s1[body + 2] = t1, s2[body + 2] = t2;
     }
     __syncthreads();
-    store_staged_channel_sums<B>(p, sample, view.channel0, s1, s2, std::int64_t(p.vectors_per_row.divisor));
+    // channel c's slots: from its first vector's (the first whose first element is in row c) on
+    const int rows = int(p.channels_per_group);
+    const auto first_slot = [&](int c) {
+      return c == 0 ? 0 : c == rows ? body + 3 : 1 + min(body, (c * hw - head + V - 1) / V);
+    };
+    constexpr int kWarps = B / kWarpSize;
+    const int lane = t % kWarpSize, warp = t / kWarpSize;
+    for (int c = warp; c < rows; c += kWarps) {
+      float t1 = 0.f, t2 = 0.f;
+      for (int k = first_slot(c) + lane; k < first_slot(c + 1); k += kWarpSize) t1 += s1[k], t2 += s2[k];
+      store_warp_channel_sums(p, sample, view.channel0 + c, lane, t1, t2);
+    }
     arrive_after_sums<Traits>(p, g, arrival);
   }
   if constexpr (kWritesDx<Traits>) {
+    // dx = rstd (gamma dy' - A/M - xhat B/M) = slope dy' + dslope (x - mean) + dconst
     block_sum_array<B>(ab);
-    const float m = float(p.group_elements), a_mean = ab[0] / m, b_mean = ab[1] / m;
+    const float inv_m = 1.f / float(p.group_elements);
+    const float dconst = -rstd * ab[0] * inv_m, dslope = -rstd * rstd * rstd * ab[1] * inv_m;
+    X* dxs = static_cast<X*>(p.dx) + view.base;
 #pragma unroll
     for (int e = 0; e < E; ++e) {
-      const std::int64_t q = threadIdx.x + std::int64_t(e) * B;
-      if (q >= p.vectors) continue;
-      std::int64_t offset, channel;
-      view.locate(p, q, offset, channel);
-      const float gm = Affine<Traits>(p, channel).gamma;
-      float dx[V];
+      const int q = t + e * B;
+      if (q < body) {
+        Rows w;
+        if constexpr (kEarly) w = early[e];
+        else w = rows_of(q);
+        BwdChannel k[V];
+        constants(w, k);
+        float d[V], gr[V];
+        vector_terms<kAct>(opaque(from_bits<VecT>(bx[e])), opaque(from_bits<VecT>(bdy[e])), k, p.swish_beta, d, gr);
 #pragma unroll
-      for (int i = 0; i < V; ++i) dx[i] = rstd * (gm * dy[e][i] - a_mean - x[e][i] * b_mean);
-      store_vec<V>(static_cast<X*>(p.dx) + offset, dx);
+        for (int i = 0; i < V; ++i) d[i] = fmaf(k[i].slope, gr[i], fmaf(dslope, d[i], dconst));
+        store_global(dxs + head + q * V, narrow<X, V>(d));
+      }
     }
+    if (t < edges) dxs[rel] = from_float<X>(fmaf(ea.gamma * rstd, eg, fmaf(dslope, ed, dconst)));
   }
 }
 
@@ -944,23 +954,17 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p
   constexpr bool kChannelsFirst = Traits::kLayout == Layout::channels_first;
   constexpr int kSlots = kChannelsFirst ? B * E : B * V;
   static_assert(kSlots <= kBwdStagedSlots, "the per-channel staging must fit in 32 KB of shared memory");
-  constexpr int kStaged = kChannelsFirst ? kSlots : kSlots + kSlots / 32;  // bwd_onchip_rows pads
+  // channels-first: bwd_onchip_run's slots, a vector's and three; channels-last: bwd_onchip_rows pads
+  constexpr int kStaged = kChannelsFirst ? kSlots + 3 : kSlots + kSlots / 32;
   __shared__ float s1[kStaged], s2[kStaged];
   const std::int64_t group = blockIdx.x, sample = group_sample(p, group), g = group - sample * p.groups_per_sample;
   const GroupView<Traits> view(p, group);
   const float mean = p.mean[group], rstd = p.rstd[group];
   GroupArrival arrival;
-  if constexpr (kPeels<Traits>)
-    if (p.span) {
-      extern __shared__ float staged[];
-      bwd_onchip_span<Traits>(p, view, sample, g, mean, rstd, staged, staged + p.group_elements, arrival);
-      arrival.finish(p, view, g);
-      return;
-    }
   if constexpr (!kChannelsFirst) {
     bwd_onchip_rows<Traits>(p, view, sample, g, mean, rstd, s1, s2, arrival);
   } else {
-    bwd_onchip_aligned<Traits>(p, view, sample, g, mean, rstd, s1, s2, arrival);
+    bwd_onchip_run<Traits>(p, view, sample, g, mean, rstd, s1, s2, arrival);
   }
   arrival.finish(p, view, g);
 }
@@ -1057,9 +1061,7 @@ struct FamilyLauncher<Family::onchip> {
           return gamma_beta_by_arrival<Traits>(p) ? hipGetLastError() : launch_grid_gamma_beta<Traits>(p, stream);
         }
       }
-      // span mode stages 2 M floats (bwd_onchip_span)
-      const std::size_t staged = p.span ? std::size_t(p.group_elements) * 2 * sizeof(float) : 0;
-      bwd_onchip_kernel<Traits><<<dim3(p.num_groups), dim3(Traits::kBlockSize), staged, stream>>>(p);
+      bwd_onchip_kernel<Traits><<<dim3(p.num_groups), dim3(Traits::kBlockSize), 0, stream>>>(p);
       return gamma_beta_by_arrival<Traits>(p) ? hipGetLastError() : launch_grid_gamma_beta<Traits>(p, stream);
     }
   }
