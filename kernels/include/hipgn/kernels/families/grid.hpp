@@ -249,7 +249,13 @@ __device__ __forceinline__ void store_staged_channel_sums(const Params& p, std::
 // Channel row `row` of a channels-first group read as a peeled run (primitives/vector.hpp: Peel; with no
 // head or tail when the spatial size is a multiple of the vector and x is aligned): body vectors
 // [first, end) by lanes lane, lane + stride, ..., and the head and tail elements where asked.
-// Adds this thread's shares to s1 and s2.
+// Adds this thread's shares to s1 and s2. A lane's first head element, first tail element and
+// first body vector are loaded before any is used, and each next body vector before the one it
+// holds is added: as three loops of a load and its use each, a lane's loads waited on one
+// another (the rows kernel of r50_7x2048_n32, rows of 49 in teams of 8 lanes, took 14.7 us for
+// 12.8 MB read from L2 under Nsight Compute, 12.6 cycles an issued instruction; bench/NOTES.md,
+// "Where the fifth session of 2026-11-28 ended"). Batches of kPerThread vectors a step, fp32,
+// were slower (64 registers where 32: "Loads in flight in the split backward").
 template <typename Traits>
 __device__ __forceinline__ void cf_row_share(const Params& p, const GroupView<Traits>& view, std::int64_t row,
                                              float mean, float rstd, std::uint32_t lane, std::uint32_t stride,
@@ -257,29 +263,48 @@ __device__ __forceinline__ void cf_row_share(const Params& p, const GroupView<Tr
                                              float& s2) {
   constexpr int V = Traits::kVectorSize;
   using X = typename Traits::XType;
+  using Raw = Bits<Vec<X, V>>;
   const auto* xs = static_cast<const X*>(p.x);
   const auto* dys = static_cast<const X*>(p.dy);
-  const std::int64_t start = view.base + row * p.spatial_size;
+  const std::int64_t start = view.base + row * p.spatial_size, row_end = start + p.spatial_size;
   const Peel<V> run(p.phase, start, p.spatial_size);
-  const std::int64_t body = start + run.head;
+  const std::int64_t body = start + run.head, tail0 = body + run.body * V;
+  if (end > run.body) end = run.body;
+  const std::int64_t h = start + lane, t = tail0 + lane, k0 = first + lane;
+  const bool first_head = head && h < body, first_tail = tail && t < row_end;
+  float hx = 0.f, hdy = 0.f, tx = 0.f, tdy = 0.f;
+  if (first_head) hx = to_float(xs[h]), hdy = to_float(dys[h]);
+  if (first_tail) tx = to_float(xs[t]), tdy = to_float(dys[t]);
+  Raw vx, vdy;
+  if (k0 < end) {
+    vx = *reinterpret_cast<const Raw*>(xs + body + k0 * V);
+    vdy = *reinterpret_cast<const Raw*>(dys + body + k0 * V);
+  }
   const Affine<Traits> a(p, view.channel0 + row);
   auto add = [&](float x, float dy) {
     backward_terms<Traits>(p, a, mean, rstd, x, dy);
     s1 += dy;
     s2 += dy * x;
   };
+  if (first_head) add(hx, hdy);
+  if (first_tail) add(tx, tdy);
+  // heads and tails of more elements than lanes (teams of fewer than V lanes)
   if (head)
-    for (std::int64_t j = lane; j < run.head; j += stride) add(to_float(xs[start + j]), to_float(dys[start + j]));
+    for (std::int64_t j = h + stride; j < body; j += stride) add(to_float(xs[j]), to_float(dys[j]));
   if (tail)
-    for (std::int64_t j = body + run.body * V + lane; j < start + p.spatial_size; j += stride)
-      add(to_float(xs[j]), to_float(dys[j]));
-  if (end > run.body) end = run.body;
-  for (std::int64_t k = first + lane; k < end; k += stride) {
+    for (std::int64_t j = t + stride; j < row_end; j += stride) add(to_float(xs[j]), to_float(dys[j]));
+  for (std::int64_t k = k0; k < end; k += stride) {
+    Raw nx, ndy;
+    if (k + stride < end) {
+      nx = *reinterpret_cast<const Raw*>(xs + body + (k + stride) * V);
+      ndy = *reinterpret_cast<const Raw*>(dys + body + (k + stride) * V);
+    }
     float x[V], dy[V];
-    load_vec<V>(xs + body + k * V, x);
-    load_vec<V>(dys + body + k * V, dy);
+    widen(from_bits(vx), x);
+    widen(from_bits(vdy), dy);
 #pragma unroll
     for (int i = 0; i < V; ++i) add(x[i], dy[i]);
+    vx = nx, vdy = ndy;
   }
 }
 
