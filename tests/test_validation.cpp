@@ -198,6 +198,31 @@ TEST(Validation, OnchipForwardPeelsWithSixteenByteVectors) {
   EXPECT_NE(why.find("spatial size 5 is below the vector 8"), std::string::npos) << why;
 }
 
+// The onchip backward reads a channels-first group as the forward's peeled run (bwd_onchip_run):
+// a spatial size the vector does not divide, held up to the instance's capacity, but not one
+// below the vector, which the split family (its rows peeled one by one) still takes.
+TEST(Validation, OnchipBackwardPeelsRunsOfAtLeastAVector) {
+  Registry reg;
+  const LaunchFn never = [](const Params&, hipStream_t) { return hipErrorInvalidValue; };
+  const char* onchip = "gn_bwd_f16_f16_cf_swish_onchip_b256_v8_e2";
+  const char* split = "gn_bwd_f16_f16_cf_swish_split_b256_v8_e4";
+  for (const char* name : {onchip, split}) reg.add(*InstanceSpec::parse(name), name, never);
+  Problem p = good();
+  p.op = Op::bwd;
+  p.spatial = {7, 7};  // two channels of 49: 98 elements, rows crossing vectors
+  std::string why;
+  EXPECT_TRUE(reg.find(onchip)->supports(p, nullptr, &why)) << why;
+  p.spatial = {2047};  // 4094 elements of the 4096 the instance holds
+  EXPECT_TRUE(reg.find(onchip)->supports(p, nullptr, &why)) << why;
+  p.spatial = {2049};
+  EXPECT_FALSE(reg.find(onchip)->supports(p, nullptr, &why));
+  EXPECT_NE(why.find("exceed the 4096 a peeled group holds on chip"), std::string::npos) << why;
+  p.spatial = {5};
+  EXPECT_FALSE(reg.find(onchip)->supports(p, nullptr, &why));
+  EXPECT_NE(why.find("spatial size 5 is below the vector 8"), std::string::npos) << why;
+  EXPECT_TRUE(reg.find(split)->supports(p, nullptr, &why)) << why;
+}
+
 // Channels-last groups narrower than the vector (families/onchip.hpp: fwd_onchip_columns,
 // bwd_onchip_columns): a workgroup a column of V channels, so V must be a multiple of C/G, C of
 // V, and a column's rows must fit the workgroup; the forward and every backward op alike.
