@@ -250,9 +250,9 @@ __device__ __forceinline__ void store_staged_channel_sums(const Params& p, std::
 // head or tail when the spatial size is a multiple of the vector and x is aligned): body vectors
 // [first, end) by lanes lane, lane + stride, ..., and the head and tail elements where asked.
 // Adds this thread's shares to s1 and s2. A lane's first head element, first tail element and
-// first body vector are loaded before any is used, and each next body vector before the one it
-// holds is added: as three loops of a load and its use each, a lane's loads waited on one
-// another (the rows kernel of r50_7x2048_n32, rows of 49 in teams of 8 lanes, took 14.7 us for
+// first body vector are loaded before any is used (each next body vector loaded one ahead too
+// made the fp32 256 x 2 x 8 rows kernels spill 8 bytes, nvcc 13.0.88): as three loops of a load
+// and its use each, a lane's loads waited on one another (the rows kernel of r50_7x2048_n32, rows of 49 in teams of 8 lanes, took 14.7 us for
 // 12.8 MB read from L2 under Nsight Compute, 12.6 cycles an issued instruction; bench/NOTES.md,
 // "Where the fifth session of 2026-11-28 ended"). Batches of kPerThread vectors a step, fp32,
 // were slower (64 registers where 32: "Loads in flight in the split backward").
@@ -294,17 +294,15 @@ __device__ __forceinline__ void cf_row_share(const Params& p, const GroupView<Tr
   if (tail)
     for (std::int64_t j = t + stride; j < row_end; j += stride) add(to_float(xs[j]), to_float(dys[j]));
   for (std::int64_t k = k0; k < end; k += stride) {
-    Raw nx, ndy;
-    if (k + stride < end) {
-      nx = *reinterpret_cast<const Raw*>(xs + body + (k + stride) * V);
-      ndy = *reinterpret_cast<const Raw*>(dys + body + (k + stride) * V);
+    if (k != k0) {
+      vx = *reinterpret_cast<const Raw*>(xs + body + k * V);
+      vdy = *reinterpret_cast<const Raw*>(dys + body + k * V);
     }
     float x[V], dy[V];
     widen(from_bits(vx), x);
     widen(from_bits(vdy), dy);
 #pragma unroll
     for (int i = 0; i < V; ++i) add(x[i], dy[i]);
-    vx = nx, vdy = ndy;
   }
 }
 
