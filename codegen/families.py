@@ -21,11 +21,10 @@ from .vocabulary import FAMILIES, LAYOUTS, OPS
 BWD_STAGED_SLOTS = 4096
 
 # The onchip backward holds x and dy of its vectors in registers, a workgroup's at most:
-# channels-first counted as fp32 terms, a quarter of the 256 KB register file, as its kernel held
-# them (the 256 x 16-byte x 4 configuration, 64 KB, spilled 16 bytes: enumerate.SPILLS); its
-# kernel now (bwd_onchip_run) holds them as loaded, so larger configurations would fit, none
-# built or measured yet; channels-last as loaded, half of it (bwd_onchip_rows keeps the fp32
-# terms where they fit the same half, else loads' bits and computes the terms again for dx).
+# channels-first as fp32 terms, a quarter of the 256 KB register file (the 256 x 16-byte x 4
+# configuration, 64 KB, spilled 16 bytes: enumerate.SPILLS); channels-last as loaded, half of it
+# (bwd_onchip_rows keeps the fp32 terms where they fit the same half, else loads' bits and
+# computes the terms again for dx).
 BWD_ONCHIP_HELD_BYTES = {"cf": 32 << 10, "cl": 128 << 10}
 
 # The channels-first forward of a family that peels it (peels_forward) takes the peeled path with

@@ -384,12 +384,13 @@ RuleTables sm_90() {
       {Family::split, 1.0, 4096, "fewer groups than compute units: several workgroups per group"},
       // Channels-first from 32 KB of x a compute unit (4.2 MB on 132), groups that fit on chip
       // or not: the split family's first pass sums short rows a team of lanes each (params.hpp:
-      // split_bwd_cf_rows), where onchip (then) staged a slot per element and added each
-      // channel's a wavefront at a time, and looped runs a group's rows one after another in
-      // one workgroup. Measured on an H100, fp16 SiLU, L2-cold, every instance (bench/NOTES.md,
-      // "Rows in teams"): r50_7x2048_n32 (6.4 MB, 1024 groups of 3136) split 27.7 us against
-      // onchip 39.3; r50_56x256_n32 (51 MB, 1024 groups of 25088) split 104.4 against looped
-      // 114.7; no suite shape lies between.
+      // split_bwd_cf_rows), where onchip then staged a slot per element, and looped runs a
+      // group's rows one after another in one workgroup. Measured on an H100, fp16 SiLU, L2-cold,
+      // every instance (bench/NOTES.md, "Rows in teams"): r50_7x2048_n32 (6.4 MB, 1024 groups of
+      // 3136) split 27.7 us against onchip 39.3; r50_56x256_n32 (51 MB, 1024 groups of 25088)
+      // split 104.4 against looped 114.7; no suite shape lies between. Onchip's peeled groups
+      // held as loaded (bwd_onchip_run) still lose there: split 22.1 us against onchip 25.2
+      // (H200, fp16; bf16 22.4 / 25.4; "The peeled onchip backward").
       Rule{Family::split, kAny, 0, "channels-first from 32 KB a compute unit: rows summed in teams or pieces",
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsFirst}
           .bytes_per_cu(kSplitCfBwdBytesPerCu, kAny),

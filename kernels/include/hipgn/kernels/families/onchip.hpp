@@ -786,8 +786,69 @@ __device__ __forceinline__ void bwd_onchip_columns(const Params& p, std::int64_t
   arrival.finish<Traits>(p, g0, channel0, V);
 }
 
+// Family onchip, channels-first, the group's body aligned: vector q of the group at thread
+// q % block, x and dy in registers; the per-channel sums one slot per vector in shared memory,
+// channel c's the contiguous slots of its row, added up a wavefront per channel.
+template <typename Traits>
+__device__ __forceinline__ void bwd_onchip_aligned(const Params& p, const GroupView<Traits>& view, std::int64_t sample,
+                                                   std::int64_t g, float mean, float rstd, float* s1, float* s2,
+                                                   GroupArrival& arrival) {
+  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
+  using X = typename Traits::XType;
+  float x[E][V], dy[E][V];
+  float ab[2] = {0.f, 0.f};
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    const std::int64_t q = threadIdx.x + std::int64_t(e) * B;
+    if (q < p.vectors) {
+      std::int64_t offset, channel;
+      view.locate(p, q, offset, channel);
+      load_vec<V>(static_cast<const X*>(p.x) + offset, x[e]);
+      load_vec<V>(static_cast<const X*>(p.dy) + offset, dy[e]);
+      const Affine<Traits> a(p, channel);
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        backward_terms<Traits>(p, a, mean, rstd, x[e][i], dy[e][i]);
+        ab[0] += a.gamma * dy[e][i];
+        ab[1] += a.gamma * dy[e][i] * x[e][i];
+      }
+    }
+  }
+  if (wants_channel_sums<Traits>(p)) {
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const std::int64_t q = threadIdx.x + std::int64_t(e) * B;
+      if (q >= p.vectors) continue;
+      float t1 = 0.f, t2 = 0.f;
+#pragma unroll
+      for (int i = 0; i < V; ++i) t1 += dy[e][i], t2 += dy[e][i] * x[e][i];
+      s1[q] = t1;
+      s2[q] = t2;
+    }
+    __syncthreads();
+    store_staged_channel_sums<B>(p, sample, view.channel0, s1, s2, std::int64_t(p.vectors_per_row.divisor));
+    arrive_after_sums<Traits>(p, g, arrival);
+  }
+  if constexpr (kWritesDx<Traits>) {
+    block_sum_array<B>(ab);
+    const float m = float(p.group_elements), a_mean = ab[0] / m, b_mean = ab[1] / m;
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const std::int64_t q = threadIdx.x + std::int64_t(e) * B;
+      if (q >= p.vectors) continue;
+      std::int64_t offset, channel;
+      view.locate(p, q, offset, channel);
+      const float gm = Affine<Traits>(p, channel).gamma;
+      float dx[V];
+#pragma unroll
+      for (int i = 0; i < V; ++i) dx[i] = rstd * (gm * dy[e][i] - a_mean - x[e][i] * b_mean);
+      store_vec<V>(static_cast<X*>(p.dx) + offset, dx);
+    }
+  }
+}
+
 // Family onchip, channels-first backward: the group's contiguous run read as the forward's span
-// (fwd_onchip_span), aligned or peeled alike: body vector q at thread q % block, kPerThread of
+// (fwd_onchip_span), any spatial size and phase: body vector q at thread q % block, kPerThread of
 // them a thread, x and dy held as loaded (16-bit types: half the registers), and a head and a
 // tail element a thread at most. A vector crosses at most one channel row's end (the spatial
 // size is at least the vector: Instance::supports), found by one division a vector, its
@@ -796,11 +857,11 @@ __device__ __forceinline__ void bwd_onchip_columns(const Params& p, std::int64_t
 // of its next row are added into slot q + 2, the next vector's, which begins in that row (the
 // last vector's into slot body + 1); slot 0 holds the head's (row 0) and slot body + 2 the
 // tail's (the last row). So channel c's sums are the contiguous slots from its first vector's
-// on, added up a wavefront per channel. The kernels this replaces held x and dy as fp32 terms
-// (the aligned body, 4096 elements at most) or staged every element's terms (the peeled run, 2 M
-// floats of dynamic shared memory, a cursor stepped each element: 80 registers and 25 KB a
-// workgroup, 47 us under Nsight Compute at r50_7x2048_n32 where the split pair took 33;
-// bench/NOTES.md, "Where the fifth session of 2026-11-28 ended").
+// on, added up a wavefront per channel. The kernel this replaced staged every element's terms
+// (2 M floats of dynamic shared memory, a cursor stepped each element: 80 registers and 25 KB a
+// workgroup, 47 us under Nsight Compute at r50_7x2048_n32 where the split pair took 33). Aligned
+// groups keep bwd_onchip_aligned: this kernel took them 0.3-0.6 us longer (tiny 3.6 against 3.0,
+// instance_norm_32x64 5.4 against 5.1; H200 A/B, bench/NOTES.md, "The peeled onchip backward").
 template <typename Traits>
 __device__ __forceinline__ void bwd_onchip_run(const Params& p, const GroupView<Traits>& view, std::int64_t sample,
                                                std::int64_t g, float mean, float rstd, float* s1, float* s2,
@@ -947,8 +1008,10 @@ __device__ __forceinline__ void bwd_onchip_run(const Params& p, const GroupView<
 
 // Family onchip: one workgroup per group, x and dy read once into registers. The per-channel
 // sums meet in shared memory (channels-first a slot per vector, channels-last a slot per thread
-// and channel) and are added up a wavefront per channel, in a fixed order.
-template <typename Traits>
+// and channel) and are added up a wavefront per channel, in a fixed order. Channels-first
+// peeled groups (kPeeled, chosen at launch from Params::span) are a kernel of their own, as the
+// forward's span mode is.
+template <typename Traits, bool kPeeled = false>
 __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
   constexpr bool kChannelsFirst = Traits::kLayout == Layout::channels_first;
@@ -963,8 +1026,10 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p
   GroupArrival arrival;
   if constexpr (!kChannelsFirst) {
     bwd_onchip_rows<Traits>(p, view, sample, g, mean, rstd, s1, s2, arrival);
-  } else {
+  } else if constexpr (kPeeled) {
     bwd_onchip_run<Traits>(p, view, sample, g, mean, rstd, s1, s2, arrival);
+  } else {
+    bwd_onchip_aligned<Traits>(p, view, sample, g, mean, rstd, s1, s2, arrival);
   }
   arrival.finish(p, view, g);
 }
@@ -1061,7 +1126,10 @@ struct FamilyLauncher<Family::onchip> {
           return gamma_beta_by_arrival<Traits>(p) ? hipGetLastError() : launch_grid_gamma_beta<Traits>(p, stream);
         }
       }
-      bwd_onchip_kernel<Traits><<<dim3(p.num_groups), dim3(Traits::kBlockSize), 0, stream>>>(p);
+      auto kernel = &bwd_onchip_kernel<Traits>;
+      if constexpr (kPeels<Traits>)
+        if (p.span) kernel = &bwd_onchip_kernel<Traits, true>;
+      kernel<<<dim3(p.num_groups), dim3(Traits::kBlockSize), 0, stream>>>(p);
       return gamma_beta_by_arrival<Traits>(p) ? hipGetLastError() : launch_grid_gamma_beta<Traits>(p, stream);
     }
   }
