@@ -4,6 +4,9 @@ merged rows, and `meta.runs` records which run gave what.
 
     python3 bench/merge_results.py NEW/latest.json [--into bench/results] [--note "what this run was"]
     python3 bench/merge_results.py --render        (only write latest.md and latest.png again)
+
+The kept rows are one GPU's: another GPU's run goes --into a folder of its own, which its first
+run starts (bench/results holds an H100's; the device of the sessions since 2026-11-28 is an H200).
 """
 from __future__ import annotations
 
@@ -28,19 +31,25 @@ def main():
     ap.add_argument("--note", default="")
     a = ap.parse_args()
     into = pathlib.Path(a.into)
-    kept = json.loads((into / "latest.json").read_text())
     if a.render or not a.new:
+        kept = json.loads((into / "latest.json").read_text())
         rows, meta = kept["rows"], kept["meta"]
         render(into, rows, meta, meta.get("runs", []))
         return
     new = json.loads(pathlib.Path(a.new).read_text())
+    if (into / "latest.json").exists():
+        kept = json.loads((into / "latest.json").read_text())
+    else:  # another GPU's first rows start a set of their own (--into bench/results/h200, say)
+        into.mkdir(parents=True, exist_ok=True)
+        kept = dict(meta=dict(new["meta"], runs=[]), rows=[])
     fresh = {key(r): r for r in new["rows"]}
     rows = [fresh.pop(key(r), r) for r in kept["rows"]] + list(fresh.values())
     meta = dict(kept["meta"])
     if new["meta"].get("act", "swish") != "swish":  # bench.py --act none: hipgn alone, no SiLU
         sys.exit(f"merge_results: the new rows ran hipgn with act {new['meta']['act']}; the kept ones are GroupNorm + SiLU")
     if meta.get("gpu") != new["meta"].get("gpu"):
-        sys.exit(f"merge_results: the kept rows ran on {meta.get('gpu')}, the new on {new['meta'].get('gpu')}")
+        sys.exit(f"merge_results: the kept rows ran on {meta.get('gpu')}, the new on {new['meta'].get('gpu')}: "
+                 "merge them --into a folder of that GPU's own (a new one starts its set)")
     runs = meta.get("runs", [])
     # earlier files describe their runs in a sentence
     runs = [dict(date=kept["meta"].get("date"), rows=len(kept["rows"]), note=runs)] if isinstance(runs, str) else list(runs)
