@@ -990,6 +990,9 @@ __device__ __forceinline__ void bwd_onchip_run(const Params& p, const GroupView<
     for (int e = 0; e < E; ++e) {
       const int q = t + e * B;
       if (q < body) {
+        // the terms again from the loads' bits (opaque: not held from above). Not one lambda
+        // with the sums' loop: that moved ptxas's allocation (dgb f16 SiLU 256 x 8 x 2 peeled,
+        // 48 -> 64 registers; bench/NOTES.md, "Where the sixth session of 2026-11-28 ended")
         Rows w;
         if constexpr (kEarly) w = early[e];
         else w = rows_of(q);
