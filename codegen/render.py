@@ -2,8 +2,8 @@
 
 Outputs, under one directory:
   instances/<instance name>.inc   one per instance: its traits struct and register function
-  tu/<bucket>_<k>.cpp             translation units, a bucket's .inc files each (up to
-                                  INSTANCES_PER_TU), so that few units pay for the headers
+  tu/<op>_<layout>_<k>.cpp        translation units, an op's .inc files of one layout (up to
+                                  INSTANCES_PER_TU each), so that few units pay for the headers
   register_all.cpp                the explicit registry: one call per instance
   manifest.json                   what this build compiles, what the filters dropped, and the
                                   configurations the preset left out with the reason for each
@@ -25,8 +25,11 @@ TEMPLATE_DIR = pathlib.Path(__file__).resolve().parent.parent / "templates"
 # A unit's headers cost more than its instances: nvcc 13 (sm_90) takes 3.9 s of CPU for a unit
 # of none (cudafe++ 1.4, cicc 1.4, the host compiler 1.3) and ~0.8 s an instance after that; the
 # four units of 8 of one forward bucket took 45.4 s, the same 30 instances in one unit 26.7 s
-# (312 MB at most). So a bucket is one unit up to 32 instances (the default's largest hold ~30)
-# and larger ones are cut into even parts; at 8 a unit the default's 1432 instances took 230 units.
+# (312 MB at most); HIP's clang 4.6 s for none (gfx90a and gfx1100). So an op's instances of one
+# layout share units of up to 32 (larger sets in even parts), bucket by bucket in order, so that
+# a change to one bucket's instances moves no other op's or layout's: the default's 1432
+# instances take 47 units (230 at 8 a unit), the minimal preset's 420, which the AMD build
+# compiles, 16 (80 at a bucket a unit).
 INSTANCES_PER_TU = 32
 
 
@@ -45,16 +48,16 @@ def _context(s: InstanceSpec) -> dict:
 
 
 def translation_units(specs: list[InstanceSpec]) -> dict[str, list[InstanceSpec]]:
-    """Group specs by bucket, each bucket into the fewest even parts of at most INSTANCES_PER_TU, in
-    a stable order."""
+    """Group specs by op and layout, each group into the fewest even parts of at most
+    INSTANCES_PER_TU, in bucket order."""
     units = {}
-    for bucket, group in itertools.groupby(sorted(specs, key=lambda s: (s.bucket, s)),
-                                           key=lambda s: s.bucket):
+    for (op, layout), group in itertools.groupby(sorted(specs, key=lambda s: (s.op, s.layout, s.bucket, s)),
+                                                 key=lambda s: (s.op, s.layout)):
         group = list(group)
         parts = -(-len(group) // INSTANCES_PER_TU)
         size = -(-len(group) // parts)
         for k in range(parts):
-            units[f"tu/{bucket}_{k}.cpp"] = group[k * size:(k + 1) * size]
+            units[f"tu/{op}_{layout}_{k}.cpp"] = group[k * size:(k + 1) * size]
     return units
 
 

@@ -143,7 +143,8 @@ class Rendering(unittest.TestCase):
     def test_translation_units_stay_small(self):
         units = render.translation_units(enum.enumerate_specs("default"))
         self.assertTrue(all(len(g) <= render.INSTANCES_PER_TU for g in units.values()))
-        self.assertTrue(all(len({s.bucket for s in g}) == 1 for g in units.values()))
+        self.assertTrue(all(len({(s.op, s.layout) for s in g}) == 1 for g in units.values()))
+        self.assertEqual(sum(len(g) for g in units.values()), len(enum.enumerate_specs("default")))
 
 
 class CommandLine(unittest.TestCase):
