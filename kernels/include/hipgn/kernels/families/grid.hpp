@@ -252,9 +252,10 @@ __device__ __forceinline__ void store_staged_channel_sums(const Params& p, std::
 // Adds this thread's shares to s1 and s2. A lane's first head element, first tail element and
 // first body vector are loaded before any is used (each next body vector loaded one ahead too
 // made the fp32 256 x 2 x 8 rows kernels spill 8 bytes, nvcc 13.0.88): as three loops of a load
-// and its use each, a lane's loads waited on one another (the rows kernel of r50_7x2048_n32, rows of 49 in teams of 8 lanes, took 14.7 us for
-// 12.8 MB read from L2 under Nsight Compute, 12.6 cycles an issued instruction; bench/NOTES.md,
-// "Where the fifth session of 2026-11-28 ended"). Batches of kPerThread vectors a step, fp32,
+// and its use each, a lane's loads waited on one another (the rows kernel of r50_7x2048_n32,
+// rows of 49 in teams of 8 lanes, took 14.7 us for 12.8 MB read from L2 under Nsight Compute,
+// 12.6 cycles an issued instruction; bench/NOTES.md, "Where the fifth session of 2026-11-28
+// ended"). Batches of kPerThread vectors a step, fp32,
 // were slower (64 registers where 32: "Loads in flight in the split backward").
 template <typename Traits>
 __device__ __forceinline__ void cf_row_share(const Params& p, const GroupView<Traits>& view, std::int64_t row,
