@@ -3,7 +3,13 @@
 merged rows, and `meta.runs` records which run gave what.
 
     python3 bench/merge_results.py NEW/latest.json [--into bench/results] [--note "what this run was"]
+    python3 bench/merge_results.py BEST/latest.json --instances [--into ...] [--note ...]
     python3 bench/merge_results.py --render        (only write latest.md and latest.png again)
+
+--instances takes from a `bench.py --best` run only its per-instance times (`instances`,
+`hipgn_best`), into the kept rows of the same problem that dispatched the same instance: the
+dispatch rules' evidence beside a run whose copy, hipgn and peers were timed in one process
+without them (the peers' compiles and --best's instances together outrun one device call).
 
 The kept rows are one GPU's: another GPU's run goes --into a folder of its own, which its first
 run starts (bench/results holds an H100's; the device of the sessions since 2026-11-28 is an H200).
@@ -29,6 +35,8 @@ def main():
     ap.add_argument("--render", action="store_true", help="merge nothing; write latest.md and latest.png again")
     ap.add_argument("--into", default=str(bench.HERE / "results"))
     ap.add_argument("--note", default="")
+    ap.add_argument("--instances", action="store_true",
+                    help="take only the new run's per-instance times, into kept rows that dispatched the same instance")
     a = ap.parse_args()
     into = pathlib.Path(a.into)
     if a.render or not a.new:
@@ -43,7 +51,19 @@ def main():
         into.mkdir(parents=True, exist_ok=True)
         kept = dict(meta=dict(new["meta"], runs=[]), rows=[])
     fresh = {key(r): r for r in new["rows"]}
-    rows = [fresh.pop(key(r), r) for r in kept["rows"]] + list(fresh.values())
+    if a.instances:
+        rows, taken = kept["rows"], 0
+        for r in rows:
+            b = fresh.get(key(r))
+            if b and b.get("instances") and b["hipgn_name"] == r.get("hipgn_name"):
+                r.update(instances=b["instances"], hipgn_best=b["hipgn_best"], hipgn_best_name=b["hipgn_best_name"])
+                taken += 1
+        if taken < len(fresh):
+            print(f"# {len(fresh) - taken} of the run's rows had no kept row of the same dispatched instance")
+        counted = taken  # the runs' record counts the rows given instances
+    else:
+        rows = [fresh.pop(key(r), r) for r in kept["rows"]] + list(fresh.values())
+        counted = len(new["rows"])
     meta = dict(kept["meta"])
     if new["meta"].get("act", "swish") != "swish":  # bench.py --act none: hipgn alone, no SiLU
         sys.exit(f"merge_results: the new rows ran hipgn with act {new['meta']['act']}; the kept ones are GroupNorm + SiLU")
@@ -53,7 +73,7 @@ def main():
     runs = meta.get("runs", [])
     # earlier files describe their runs in a sentence
     runs = [dict(date=kept["meta"].get("date"), rows=len(kept["rows"]), note=runs)] if isinstance(runs, str) else list(runs)
-    runs.append(dict(date=new["meta"]["date"], rows=len(new["rows"]), note=a.note))
+    runs.append(dict(date=new["meta"]["date"], rows=counted, note=a.note))
     meta.update(date=new["meta"]["date"], runs=runs)
     (into / "latest.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1) + "\n")
     render(into, rows, meta, runs)
