@@ -13,6 +13,9 @@ the row did not time (added since) is counted apart, never as a hit.
     python3 bench/heuristic_check.py [--results bench/results/latest.json] [--tolerance 1.05]
         [--min-within 0.95 --manifest build/generated/manifest.json]
 
+Without --results, the rows are the set measured on the GPU present (bench/results/*/latest.json
+by its meta's gpu: bench/results/h200 on an H200), else bench/results/latest.json (an H100's,
+the runtime's default target where no GPU is present).
 The library is found as `import hipgn` finds it (HIPGN_LIBRARY, else the source tree's build).
 With --min-within it is a test (ctest's heuristic_on_measured_rows): exit status 1 below that
 share of hits, 77 (skipped) for a build other than the default preset's full selection or on a
@@ -21,11 +24,13 @@ GPU other than the one the rows were measured on, whose choices the rows do not 
 import argparse
 import json
 import os
+import pathlib
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import hipgn  # noqa: E402  (the package of this checkout)
 
+RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}  # bench.py's names -> hipgn's
 
 
@@ -36,10 +41,20 @@ def problem_of(row):
     return hipgn.make_problem(row["op"], n, c, spatial, groups, dtype, dtype, row["layout"], "swish")
 
 
+def results_of(handle):
+    """The kept rows measured on the GPU present, else the default set (an H100's)."""
+    sets = [RESULTS / "latest.json"] + sorted(RESULTS.glob("*/latest.json"))
+    if handle.has_device:
+        for path in sets:
+            with open(path, encoding="utf-8") as f:
+                if json.load(f).get("meta", {}).get("gpu") == handle.device_name:
+                    return path
+    return sets[0]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--results", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
-                                                      "latest.json"))
+    ap.add_argument("--results", help="a bench.py latest.json (default: the set of the GPU present, above)")
     ap.add_argument("--tolerance", type=float, default=1.05, help="a hit is within this factor of the fastest")
     ap.add_argument("--misses", type=int, default=20, help="list at most this many misses, worst first")
     ap.add_argument("--min-within", type=float, help="fail below this share of rows within the tolerance")
@@ -55,9 +70,9 @@ def main():
             print(f"skipped: the rows were measured against the default preset's instances; this build is "
                   f"{manifest['preset']!r} with filter {manifest['selection']['pattern']!r}")
             return 77
-    with open(args.results, encoding="utf-8") as f:
-        doc = json.load(f)
     handle = hipgn.library().handle()
+    with open(args.results or results_of(handle), encoding="utf-8") as f:
+        doc = json.load(f)
     measured_on = doc.get("meta", {}).get("gpu", "?")
     print(f"device: {handle.device_name} ({handle.arch}, {handle.compute_units} compute units)"
           f"{'' if handle.has_device else ', none present: the runtime assumes its default target'};"
