@@ -5,7 +5,11 @@
 # layout"): each kernel's duration, DRAM bytes read and written, L2 hit rate and issue activity.
 # Builds the profiler in $BUILD with PRESET (default `default`) and PROBE_CMAKE_ARGS (say,
 # -DHIPGN_OPS=bwd -DHIPGN_LAYOUTS=cf -DHIPGN_DTYPES=f16); KREGEX picks the kernels (default
-# split|fold; any multi-kernel instance's names work). Logs under $OUT.
+# split|fold; any multi-kernel instance's names work). Logs under $OUT. REPLAY=kernel replays each
+# kernel alone (the caches as ncu's save and restore of memory leave them, not as the kernel
+# before left them): application replay reruns the profiler, its float64 reference included,
+# once a pass, which on large tensors outruns a device call (a 335 MB forward and a 128 MB
+# backward each past 90 s with 13 metrics on an H200; bench/NOTES.md, "The H200 baseline").
 set -uo pipefail
 OUT=${OUT:-/tmp/hipgn-out}
 BUILD=${BUILD:-/tmp/build-probe}
@@ -21,7 +25,7 @@ for probe in ${PROBES}; do
   P="$BUILD/profiler/hipgn_profiler --instance $inst --op $op -n $n -c $c -s $sp -g $g --dtype $dt --layout $lay --act swish"
   echo "== $inst n $n c $c spatial $sp g $g $lay"
   $P --warmup 2 --iters 20 2>&1 | grep -E "^copy|$inst" | head -3
-  ncu --replay-mode application --cache-control none --clock-control none --print-units base --metrics $M -k "regex:${KREGEX:-split|fold}" \
+  ncu --replay-mode ${REPLAY:-application} --cache-control none --clock-control none --print-units base --metrics $M -k "regex:${KREGEX:-split|fold}" \
     --csv $P --warmup 0 --iters 2 > "$OUT/ncu_$inst.$n.$c.csv" 2> "$OUT/ncu_$inst.$n.$c.err"
   python3 - "$OUT/ncu_$inst.$n.$c.csv" <<'PY'
 import csv, sys, collections
