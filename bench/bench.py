@@ -34,8 +34,8 @@ SUITE = HERE / "suite.json"
 # Odd shapes (N, C, spatial, G): prime and odd spatial sizes, C/G = 3, 1-D and 3-D spatial,
 # channels that the vector width does not divide into a group; and few large groups of an odd
 # spatial size (the last two: 16 groups of 172660 elements, one of 1048448), which the
-# channels-first resident forward takes and no other row does (bench/NOTES.md, "The H200
-# baseline": retiring it wants their times).
+# channels-first resident forward takes and no other row does (bench/NOTES.md, "Where the
+# seventh session of 2026-11-28 ended": retiring it wants their times).
 ODD = {
     "odd_31x31_c640": (2, 640, (31, 31), 32),
     "odd_97x89_c96_cg3": (2, 96, (97, 89), 32),

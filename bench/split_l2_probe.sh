@@ -9,7 +9,8 @@
 # kernel alone (the caches as ncu's save and restore of memory leave them, not as the kernel
 # before left them): application replay reruns the profiler, its float64 reference included,
 # once a pass, which on large tensors outruns a device call (a 335 MB forward and a 128 MB
-# backward each past 90 s with 13 metrics on an H200; bench/NOTES.md, "The H200 baseline").
+# backward each past 90 s with 13 metrics on an H200; bench/NOTES.md, "Where the seventh
+# session of 2026-11-28 ended").
 set -uo pipefail
 OUT=${OUT:-/tmp/hipgn-out}
 BUILD=${BUILD:-/tmp/build-probe}
