@@ -1,0 +1,135 @@
+"""bench/merge_results.py and heuristic_check.py's choice of rows, on written bench.py outputs: a
+GPU's first run starts its set, a later run replaces the rows it measured, another GPU's run is
+refused and leaves the set as it was, --instances takes a --best run's per-instance times only
+into rows that dispatched the same instance, and the heuristic check takes the set measured on
+the GPU present."""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import unittest
+
+BENCH = pathlib.Path(__file__).resolve().parent.parent / "bench"
+sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(BENCH.parent / "python"))
+import heuristic_check  # noqa: E402
+
+
+def row(name, op, hipgn, chosen, **extra):
+    r = dict(name=name, shape=[2, 320, 64, 64, 32], dtype="float16", layout="cf", op=op, bytes=5242880,
+             floor_bytes=5242880 * (2 if op == "fwd" else 3), copy=4.4, copy_warm=3.0, sets=15,
+             hipgn_name=chosen, hipgn=hipgn, hipgn_warm=hipgn * 0.8, eager=50.0, compile=11.0)
+    r.update(extra)
+    return r
+
+
+def run_file(folder, gpu, rows):
+    meta = dict(date="2026-11-28", gpu=gpu, l2_bytes=62914560, torch="2.11", act="swish",
+                method="CUDA graph replay over rotating buffer sets (>3x L2), device events, median of 15 replays")
+    path = pathlib.Path(folder) / f"run{len(os.listdir(folder))}.json"
+    path.write_text(json.dumps(dict(meta=meta, rows=rows)))
+    return path
+
+
+class MergeResults(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.runs = pathlib.Path(self.tmp.name) / "runs"
+        self.runs.mkdir()
+        self.into = pathlib.Path(self.tmp.name) / "h200"
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def merge(self, path, *args):
+        return subprocess.run([sys.executable, str(BENCH / "merge_results.py"), str(path), "--into", str(self.into),
+                               *args], capture_output=True, text=True)
+
+    def kept(self):
+        doc = json.loads((self.into / "latest.json").read_text())
+        return {(r["name"], r["op"]): r for r in doc["rows"]}, doc["meta"]
+
+    def start(self):
+        first = run_file(self.runs, "NVIDIA H200", [row("a", "fwd", 9.0, "gn_x_onchip"), row("a", "bwd", 13.0, "gn_y_split"),
+                                                    row("b", "fwd", 7.0, "gn_x_onchip")])
+        self.assertEqual(self.merge(first, "--note", "first").returncode, 0)
+
+    def test_first_run_starts_a_set_and_a_later_one_replaces_its_rows(self):
+        self.start()
+        rows, meta = self.kept()
+        self.assertEqual(len(rows), 3)
+        self.assertEqual(meta["gpu"], "NVIDIA H200")
+        self.assertEqual([(r["rows"], r["note"]) for r in meta["runs"]], [(3, "first")])
+        self.assertTrue((self.into / "latest.md").read_text().startswith("# hipgn benchmark: NVIDIA H200"))
+        again = run_file(self.runs, "NVIDIA H200", [row("a", "fwd", 8.5, "gn_x_onchip"), row("c", "fwd", 3.0, "gn_x_onchip")])
+        self.assertEqual(self.merge(again, "--note", "second").returncode, 0)
+        rows, meta = self.kept()
+        self.assertEqual(sorted(rows), [("a", "bwd"), ("a", "fwd"), ("b", "fwd"), ("c", "fwd")])
+        self.assertEqual(rows[("a", "fwd")]["hipgn"], 8.5)  # replaced
+        self.assertEqual(rows[("a", "bwd")]["hipgn"], 13.0)  # kept
+        self.assertEqual([r["rows"] for r in meta["runs"]], [3, 2])
+
+    def test_another_gpus_run_is_refused_and_changes_nothing(self):
+        self.start()
+        before = (self.into / "latest.json").read_text()
+        other = run_file(self.runs, "NVIDIA H100 80GB HBM3", [row("a", "fwd", 12.0, "gn_x_onchip")])
+        done = self.merge(other)
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn("ran on NVIDIA H200", done.stderr)
+        self.assertEqual((self.into / "latest.json").read_text(), before)
+
+    def test_instances_go_only_into_rows_of_the_same_dispatched_instance(self):
+        self.start()
+        times_a = {"gn_x_onchip": 9.2, "gn_x_split": 8.8}
+        best = run_file(self.runs, "NVIDIA H200", [
+            row("a", "fwd", 9.2, "gn_x_onchip", hipgn_best=8.8, hipgn_best_name="gn_x_split", instances=times_a),
+            # dispatched otherwise than the kept row: its times would judge another choice
+            row("a", "bwd", 12.0, "gn_y_onchip", hipgn_best=12.0, hipgn_best_name="gn_y_onchip",
+                instances={"gn_y_onchip": 12.0, "gn_y_split": 13.1}),
+        ])
+        done = self.merge(best, "--instances", "--note", "best")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("1 of the run's rows had no kept row of the same dispatched instance", done.stdout)
+        rows, meta = self.kept()
+        a = rows[("a", "fwd")]
+        self.assertEqual(a["instances"], times_a)
+        self.assertEqual((a["hipgn_best"], a["hipgn_best_name"]), (8.8, "gn_x_split"))
+        self.assertEqual((a["hipgn"], a["compile"]), (9.0, 11.0))  # the peers run's, untouched
+        self.assertNotIn("instances", rows[("a", "bwd")])
+        self.assertEqual(rows[("a", "bwd")]["hipgn_name"], "gn_y_split")
+        self.assertNotIn("instances", rows[("b", "fwd")])
+        self.assertEqual([(r["rows"], r["note"]) for r in meta["runs"]], [(3, "first"), (1, "best")])
+
+
+class Handle:
+    def __init__(self, has_device, device_name):
+        self.has_device, self.device_name = has_device, device_name
+
+
+class HeuristicCheckRows(unittest.TestCase):
+    def test_the_set_of_the_gpu_present_else_the_default(self):
+        with tempfile.TemporaryDirectory() as d:
+            results = pathlib.Path(d)
+            (results / "h200").mkdir()
+            (results / "older").mkdir()
+            for folder, gpu in ((results, "NVIDIA H100 80GB HBM3"), (results / "h200", "NVIDIA H200"),
+                                (results / "older", "NVIDIA H100 80GB HBM3")):
+                (folder / "latest.json").write_text(json.dumps(dict(meta=dict(gpu=gpu), rows=[])))
+            saved = heuristic_check.RESULTS
+            heuristic_check.RESULTS = results
+            try:
+                pick = lambda *h: heuristic_check.results_of(Handle(*h))  # noqa: E731
+                self.assertEqual(pick(True, "NVIDIA H200"), results / "h200" / "latest.json")
+                self.assertEqual(pick(True, "NVIDIA H100 80GB HBM3"), results / "latest.json")
+                self.assertEqual(pick(False, "none"), results / "latest.json")
+                # no device: the runtime assumes its default target whatever the name says
+                self.assertEqual(pick(False, "NVIDIA H200"), results / "latest.json")
+                self.assertEqual(pick(True, "AMD Instinct MI300X"), results / "latest.json")
+            finally:
+                heuristic_check.RESULTS = saved
+
+
+if __name__ == "__main__":
+    unittest.main()
