@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Which built instances the heuristic chooses at all: every op, dtype pair, layout and
+activation over a grid of shapes (N, C/G, G, spatial: the suite's kinds and odd ones, up to 4e8
+elements), each problem asked of the library's automatic choice (hipgn_choose_instance), and
+the instances counted. An instance no problem takes serves only explicit choice and tuning; one
+that is besides never near the fastest of a row timed with every instance (bench.py --best, the
+rows of --results) is a candidate to leave out of the preset (the issue: retire what no longer
+wins). Asks the GPU present, whose choices use its compute units, clusters and occupancy; without
+one the runtime's default target's, which differ where a rule asks the device (the onchip
+parts), so run it on the GPU machine before acting on it (seconds: ~1.8 M problems in 14 s).
+
+    python3 bench/dispatch_census.py [--results bench/results/h200/latest.json] [--near 1.03]
+        [--manifest build/generated/manifest.json]
+
+With --manifest (the build's), each bucket's generic instance, which stays whatever chooses it
+(it supports every valid problem of its bucket), is counted apart.
+"""
+import argparse
+import collections
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import hipgn  # noqa: E402  (the package of this checkout)
+
+DTYPES = (("f32", "f32"), ("f16", "f16"), ("f16", "f32"), ("bf16", "bf16"), ("bf16", "f32"))
+OPS = ("fwd", "bwd", "dx", "dgb")
+BATCHES = (1, 2, 3, 4, 8, 16, 32)
+CHANNELS_PER_GROUP = (1, 2, 3, 4, 5, 8, 10, 12, 16, 20, 30, 32, 40, 60, 64, 80, 128, 160, 256)
+GROUPS = (1, 2, 4, 8, 16, 32, 64)
+SPATIAL = ((), (1,), (2,), (3,), (5, 5), (7, 7), (8, 8), (13, 21), (16, 16), (25, 42), (32, 32), (31, 31),
+           (56, 56), (64, 64), (97, 89), (100, 168), (128, 128), (152, 104), (200, 336), (256, 256), (512, 512),
+           (8191,), (4096,), (7, 31, 37), (4, 16, 16), (20, 64, 64), (1, 1))
+MAX_ELEMENTS = 4e8
+MAX_CHANNELS = 4096
+
+
+def shapes():
+    for n in BATCHES:
+        for cpg in CHANNELS_PER_GROUP:
+            for g in GROUPS:
+                c = cpg * g
+                if c > MAX_CHANNELS:
+                    continue
+                for sp in SPATIAL:
+                    elements = n * c
+                    for s in sp:
+                        elements *= s
+                    if elements <= MAX_ELEMENTS:
+                        yield n, c, sp, g
+
+
+def near_fastest(path, near):
+    """Instances within `near` of their row's fastest timed instance on some row of `path`."""
+    with open(path, encoding="utf-8") as f:
+        rows = json.load(f)["rows"]
+    hit = set()
+    for r in rows:
+        times = r.get("instances") or {}
+        if times:
+            best = min(times.values())
+            hit.update(name for name, t in times.items() if t <= near * best)
+    return hit, sum(1 for r in rows if r.get("instances"))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--results", help="a bench.py --best latest.json: also say which unchosen instances were near a row's fastest")
+    ap.add_argument("--near", type=float, default=1.03, help="near: within this factor of the row's fastest")
+    ap.add_argument("--json", help="write {instance: problems that choose it} here")
+    ap.add_argument("--manifest", help="the build's manifest.json: its generic instances counted apart")
+    args = ap.parse_args()
+    lib = hipgn.library()
+    handle = lib.handle()
+    print(f"device: {handle.device_name} ({handle.arch}, {handle.compute_units} compute units)"
+          f"{'' if handle.has_device else ', none present: the runtime default target'}")
+    chosen = collections.Counter()
+    problems = 0
+    for n, c, sp, g in shapes():
+        for op in OPS:
+            for x, gamma in DTYPES:
+                for layout in ("cf", "cl"):
+                    for act in ("swish", "none"):
+                        chosen[handle.choose(hipgn.make_problem(op, n, c, list(sp), g, x, gamma, layout, act))] += 1
+                        problems += 1
+    built = lib.instance_names()
+    generic = set()
+    if args.manifest:
+        with open(args.manifest, encoding="utf-8") as f:
+            generic = {i["name"] for i in json.load(f)["instances"] if i.get("generic")}
+    never = [name for name in built if name not in chosen and name not in generic]
+    unchosen_generic = sum(1 for name in generic if name not in chosen)
+    print(f"{problems} problems: {len(chosen)} of {len(built)} built instances chosen, {len(never)} never"
+          + (f" (and {unchosen_generic} generic instances, kept)" if args.manifest else ""))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(dict(sorted(chosen.items())), f, indent=1)
+    hit, timed = near_fastest(args.results, args.near) if args.results else (set(), 0)
+    by_config = collections.defaultdict(list)  # op and configuration -> unchosen instances
+    for name in never:
+        parts = name.split("_")  # gn, op, x, gamma, layout, act, family, block, vector, per-thread
+        by_config[(parts[1], "_".join(parts[6:]))].append(name)
+    for (op, config), names in sorted(by_config.items()):
+        near = [name for name in names if name in hit]
+        note = f"; near the fastest on a timed row: {', '.join(near)}" if near else ""
+        print(f"  {op} {config}: {len(names)} never chosen{note}")
+    if args.results:
+        print(f"(near: within {args.near:.2f}x of the fastest on one of {timed} rows of {args.results})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
