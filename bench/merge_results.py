@@ -47,6 +47,8 @@ def main():
     new = json.loads(pathlib.Path(a.new).read_text())
     if (into / "latest.json").exists():
         kept = json.loads((into / "latest.json").read_text())
+    elif a.instances:
+        sys.exit(f"merge_results: --instances adds to kept rows, and {into} has none")
     else:  # another GPU's first rows start a set of their own (--into bench/results/h200, say)
         into.mkdir(parents=True, exist_ok=True)
         kept = dict(meta=dict(new["meta"], runs=[]), rows=[])

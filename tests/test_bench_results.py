@@ -80,6 +80,14 @@ class MergeResults(unittest.TestCase):
         self.assertIn("ran on NVIDIA H200", done.stderr)
         self.assertEqual((self.into / "latest.json").read_text(), before)
 
+    def test_instances_need_kept_rows(self):
+        best = run_file(self.runs, "NVIDIA H200", [row("a", "fwd", 9.2, "gn_x_onchip", hipgn_best=9.2,
+                                                       hipgn_best_name="gn_x_onchip", instances={"gn_x_onchip": 9.2})])
+        done = self.merge(best, "--instances")
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn("has none", done.stderr)
+        self.assertFalse(self.into.exists())
+
     def test_instances_go_only_into_rows_of_the_same_dispatched_instance(self):
         self.start()
         times_a = {"gn_x_onchip": 9.2, "gn_x_split": 8.8}
