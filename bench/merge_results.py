@@ -75,7 +75,7 @@ def main():
     runs = meta.get("runs", [])
     # earlier files describe their runs in a sentence
     runs = [dict(date=kept["meta"].get("date"), rows=len(kept["rows"]), note=runs)] if isinstance(runs, str) else list(runs)
-    runs.append(dict(date=new["meta"]["date"], rows=counted, note=a.note))
+    runs.append(dict(date=new["meta"]["date"], rows=counted, note=a.note, **({"instances": True} if a.instances else {})))
     meta.update(date=new["meta"]["date"], runs=runs)
     (into / "latest.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1) + "\n")
     render(into, rows, meta, runs)
@@ -84,8 +84,10 @@ def main():
 def render(into, rows, meta, runs):
     md = bench.summarize(rows, meta)
     if isinstance(runs, list) and runs:
-        merged = "Runs, each later one replacing the rows it measured (bench/merge_results.py): " + "; ".join(
-            f"{r['date']}, {r['rows']} rows: {r['note']}" for r in runs)
+        merged = ("Runs, each later one replacing the rows it measured, or adding its every instance's times to "
+                  "them (instances only; bench/merge_results.py): " + "; ".join(
+                      f"{r['date']}, {r['rows']} rows{' (instances only)' if r.get('instances') else ''}: {r['note']}"
+                      for r in runs))
         head, rest = md.split("\n\n", 2)[:2], md.split("\n\n", 2)[2]
         md = "\n\n".join(head + [merged, rest])
     (into / "latest.md").write_text(md)

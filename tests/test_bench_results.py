@@ -108,7 +108,9 @@ class MergeResults(unittest.TestCase):
         self.assertNotIn("instances", rows[("a", "bwd")])
         self.assertEqual(rows[("a", "bwd")]["hipgn_name"], "gn_y_split")
         self.assertNotIn("instances", rows[("b", "fwd")])
-        self.assertEqual([(r["rows"], r["note"]) for r in meta["runs"]], [(3, "first"), (1, "best")])
+        self.assertEqual([(r["rows"], r["note"], r.get("instances")) for r in meta["runs"]],
+                         [(3, "first", None), (1, "best", True)])
+        self.assertIn("1 rows (instances only): best", (self.into / "latest.md").read_text())
 
 
 class Handle:
