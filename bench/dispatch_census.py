@@ -21,11 +21,12 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, ROOT)
 import hipgn  # noqa: E402  (the package of this checkout)
-
-DTYPES = (("f32", "f32"), ("f16", "f16"), ("f16", "f32"), ("bf16", "bf16"), ("bf16", "f32"))
-OPS = ("fwd", "bwd", "dx", "dgb")
+from codegen.enumerate import DTYPE_PAIRS  # noqa: E402  (the dtype pairs instances are built for)
+from codegen.vocabulary import ACTIVATIONS, LAYOUTS, OPS  # noqa: E402  (the spellings, declared once)
 BATCHES = (1, 2, 3, 4, 8, 16, 32)
 CHANNELS_PER_GROUP = (1, 2, 3, 4, 5, 8, 10, 12, 16, 20, 30, 32, 40, 60, 64, 80, 128, 160, 256)
 GROUPS = (1, 2, 4, 8, 16, 32, 64)
@@ -78,10 +79,10 @@ def main():
     chosen = collections.Counter()
     problems = 0
     for n, c, sp, g in shapes():
-        for op in OPS:
-            for x, gamma in DTYPES:
-                for layout in ("cf", "cl"):
-                    for act in ("swish", "none"):
+        for op in OPS.names:
+            for x, gamma in DTYPE_PAIRS:
+                for layout in LAYOUTS.names:
+                    for act in ACTIVATIONS.names:
                         chosen[handle.choose(hipgn.make_problem(op, n, c, list(sp), g, x, gamma, layout, act))] += 1
                         problems += 1
     built = lib.instance_names()
