@@ -39,19 +39,25 @@ def main():
                     help="take only the new run's per-instance times, into kept rows that dispatched the same instance")
     a = ap.parse_args()
     into = pathlib.Path(a.into)
+    latest = into / "latest.json"
+    kept = json.loads(latest.read_text()) if latest.exists() else None
     if a.render or not a.new:
-        kept = json.loads((into / "latest.json").read_text())
+        if kept is None:
+            sys.exit(f"merge_results: nothing to render: {latest} does not exist")
         rows, meta = kept["rows"], kept["meta"]
         render(into, rows, meta, meta.get("runs", []))
         return
     new = json.loads(pathlib.Path(a.new).read_text())
-    if (into / "latest.json").exists():
-        kept = json.loads((into / "latest.json").read_text())
-    elif a.instances:
+    if kept is None and a.instances:
         sys.exit(f"merge_results: --instances adds to kept rows, and {into} has none")
-    else:  # another GPU's first rows start a set of their own (--into bench/results/h200, say)
-        into.mkdir(parents=True, exist_ok=True)
+    if kept is None:  # another GPU's first rows start a set of their own (--into bench/results/h200, say)
         kept = dict(meta=dict(new["meta"], runs=[]), rows=[])
+    # refused before anything is merged
+    if new["meta"].get("act", "swish") != "swish":  # bench.py --act none: hipgn alone, no SiLU
+        sys.exit(f"merge_results: the new rows ran hipgn with act {new['meta']['act']}; the kept ones are GroupNorm + SiLU")
+    if kept["meta"].get("gpu") != new["meta"].get("gpu"):
+        sys.exit(f"merge_results: the kept rows ran on {kept['meta'].get('gpu')}, the new on {new['meta'].get('gpu')}: "
+                 "merge them --into a folder of that GPU's own (a new one starts its set)")
     fresh = {key(r): r for r in new["rows"]}
     if a.instances:
         rows, taken = kept["rows"], 0
@@ -67,17 +73,13 @@ def main():
         rows = [fresh.pop(key(r), r) for r in kept["rows"]] + list(fresh.values())
         counted = len(new["rows"])
     meta = dict(kept["meta"])
-    if new["meta"].get("act", "swish") != "swish":  # bench.py --act none: hipgn alone, no SiLU
-        sys.exit(f"merge_results: the new rows ran hipgn with act {new['meta']['act']}; the kept ones are GroupNorm + SiLU")
-    if meta.get("gpu") != new["meta"].get("gpu"):
-        sys.exit(f"merge_results: the kept rows ran on {meta.get('gpu')}, the new on {new['meta'].get('gpu')}: "
-                 "merge them --into a folder of that GPU's own (a new one starts its set)")
     runs = meta.get("runs", [])
     # earlier files describe their runs in a sentence
     runs = [dict(date=kept["meta"].get("date"), rows=len(kept["rows"]), note=runs)] if isinstance(runs, str) else list(runs)
     runs.append(dict(date=new["meta"]["date"], rows=counted, note=a.note, **({"instances": True} if a.instances else {})))
     meta.update(date=new["meta"]["date"], runs=runs)
-    (into / "latest.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1) + "\n")
+    into.mkdir(parents=True, exist_ok=True)
+    latest.write_text(json.dumps(dict(meta=meta, rows=rows), indent=1) + "\n")
     render(into, rows, meta, runs)
 
 
