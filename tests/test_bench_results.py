@@ -133,10 +133,13 @@ class HeuristicCheckRows(unittest.TestCase):
                 pick = lambda *h: heuristic_check.results_of(Handle(*h))  # noqa: E731
                 self.assertEqual(pick(True, "NVIDIA H200"), results / "h200" / "latest.json")
                 self.assertEqual(pick(True, "NVIDIA H100 80GB HBM3"), results / "latest.json")
-                self.assertEqual(pick(False, "none"), results / "latest.json")
-                # no device: the runtime assumes its default target whatever the name says
-                self.assertEqual(pick(False, "NVIDIA H200"), results / "latest.json")
+                # no device: the runtime assumes its default target whatever the name says, whose
+                # rows are the H200's
+                self.assertEqual(pick(False, "none"), results / "h200" / "latest.json")
+                self.assertEqual(pick(False, "NVIDIA H100 80GB HBM3"), results / "h200" / "latest.json")
                 self.assertEqual(pick(True, "AMD Instinct MI300X"), results / "latest.json")
+                (results / "h200" / "latest.json").unlink()  # a checkout without them: the default
+                self.assertEqual(pick(False, "none"), results / "latest.json")
             finally:
                 heuristic_check.RESULTS = saved
 
