@@ -73,6 +73,9 @@ bool built(Family f, DataType dt = DataType::f16, Layout layout = Layout::channe
 // groups in parts (Instance::onchip_parts): with HIPGN_CLUSTERS=0 it does not, and those groups
 // take the other families.
 bool clusters() { return cluster_launch_max() >= 2; }
+// Whether they hold the forward's groups in more parts than a portable cluster's 8 (an H100's
+// or H200's 16; HIPGN_CLUSTERS=portable keeps 8).
+bool wide_clusters() { return cluster_launch_max() > kClusterPortable; }
 
 // Whether some built instance of family f supports the problem (presets differ in reach).
 // With other = true: whether some built instance of another family does.
@@ -369,18 +372,23 @@ TEST(Heuristics, ResidentChannelsFirstTakesClustersOfUpTo8ThatFillTheDevice) {
 }
 
 TEST(Heuristics, SplitForwardTakesSmallSlicesOnlyForTinyTensors) {
-  // layer_norm_32x64 (2 groups of 65536, 0.26 MB: 2 KB a compute unit), both layouts: 128 x 1,
-  // 1024-element slices (5.5 us against 256 x 4's 6.5, and channels-first the resident
-  // family's 6.2); vae_64x512 (32 groups of 65536, 4.2 MB): 256 x 4, 8192-element slices
+  // layer_norm_32x64 (2 groups of 65536, 0.26 MB: 2 KB a compute unit), both layouts, where the
+  // device has no clusters: 128 x 1, 1024-element slices (5.5 us against 256 x 4's 6.5, and
+  // channels-first the resident family's 6.2); with clusters the onchip forward in parts: of 16,
+  // 3.9 / 4.1 us, of 8 a tie with split, 5.4 / 5.4; vae_64x512 (32 groups of 65536, 4.2 MB): 256 x 4, 8192-element slices
   // (kSplitFwdSmallSliceElements; the next test has the 4096-element slices)
   const char* small = "gn_fwd_f16_f16_cf_swish_split_b128_v8_e1";
   if (!choose_named(Shape{2, 64, {32, 32}, 1}, Layout::channels_first, {small, "gn_fwd_f16_f16_cf_swish_split_b256_v8_e4"}))
     GTEST_SKIP() << "the preset lacks the split 128 x 1 and 256 x 4 forwards";
-  EXPECT_EQ(choose(Shape{2, 64, {32, 32}, 1}, Layout::channels_first)->name(), small);
-  // (channels-last, where the device has clusters, the onchip forward in 8 parts a group: 5.4 /
-  // 5.3 us fp16 / bf16; bench/NOTES.md, "A group in parts")
+  EXPECT_EQ(choose(Shape{2, 64, {32, 32}, 1}, Layout::channels_first)->name(),
+            wide_clusters() ? "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e2"
+            : clusters()    ? "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4"
+                            : small);
+  // (bench/NOTES.md, "A group in parts" and "Sixteen parts")
   EXPECT_EQ(choose(Shape{2, 64, {32, 32}, 1}, Layout::channels_last)->name(),
-            clusters() ? "gn_fwd_f16_f16_cl_swish_onchip_b256_v4_e8" : "gn_fwd_f16_f16_cl_swish_split_b128_v8_e1");
+            wide_clusters() ? "gn_fwd_f16_f16_cl_swish_onchip_b256_v8_e2"
+            : clusters()    ? "gn_fwd_f16_f16_cl_swish_onchip_b256_v4_e8"
+                            : "gn_fwd_f16_f16_cl_swish_split_b128_v8_e1");
   if (!clusters())  // (else the onchip forward in parts)
     EXPECT_EQ(choose(Shape{1, 512, {64, 64}, 32}, Layout::channels_first)->name(), "gn_fwd_f16_f16_cf_swish_split_b256_v8_e4");
 }
@@ -574,25 +582,33 @@ TEST(Heuristics, SmallChannelsLastTensorsOfLargeGroupsTakeAClusterAGroup) {
 
 TEST(Heuristics, ChannelsFirstGroupsOf8KTo64KTakeAClusterAGroup) {
   // where the device has clusters, channels-first groups of 16-bit values from 8192 to 65536
-  // elements in a small tensor: the onchip forward in parts, the instance whose slots the part
-  // fills most, then the most parts (bench/NOTES.md, "A group in parts"): sd15_32x640 256 x 8 x
-  // 2 in 5, sd15_32x1280 and sd15_64x320 256 x 8 x 4 in 5, vae_64x512 256 x 8 x 4 in 8; not
-  // sd15_64x640 (81920 elements), which splits, nor layer_norm_32x64 (below 8 KB a compute unit)
+  // elements in a small tensor: the onchip forward in parts, those nearest 4096 elements, then
+  // the instance whose slots the part fills most, then the most parts (bench/NOTES.md, "A
+  // group in parts" and "Sixteen parts"): sd15_32x640 256 x 8 x 2 in 5; sd15_32x1280 and
+  // sd15_64x320 256 x 8 x 2 in 10 where clusters hold 16, else 256 x 8 x 4 in 5; vae_64x512
+  // 256 x 8 x 2 in 16, else 256 x 8 x 4 in 8; sd15_16x1920 256 x 8 x 2 in 4 (not 128 x 8 x 1 in
+  // 15, whose slots are fuller); layer_norm_32x64 (2 KB a compute unit) 256 x 8 x 2 in 16, else
+  // 256 x 8 x 4 in 8; not sd15_64x640 (81920 elements), which splits
   if (!clusters()) GTEST_SKIP() << "the device has no thread-block clusters (or HIPGN_CLUSTERS=0)";
   const Layout cf = Layout::channels_first;
-  expect_parts(Shape{2, 640, {32, 32}, 32}, cf, "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e2", 5);
-  expect_parts(Shape{2, 1280, {32, 32}, 32}, cf, "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4", 5);
-  expect_parts(Shape{2, 320, {64, 64}, 32}, cf, "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4", 5);
-  expect_parts(Shape{1, 512, {64, 64}, 32}, cf, "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4", 8);
+  const bool wide = wide_clusters();
+  const char* e2 = "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e2";
+  const char* e4 = "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4";
+  expect_parts(Shape{2, 640, {32, 32}, 32}, cf, e2, 5);
+  expect_parts(Shape{2, 1280, {32, 32}, 32}, cf, wide ? e2 : e4, wide ? 10 : 5);
+  expect_parts(Shape{2, 320, {64, 64}, 32}, cf, wide ? e2 : e4, wide ? 10 : 5);
+  expect_parts(Shape{1, 512, {64, 64}, 32}, cf, wide ? e2 : e4, wide ? 16 : 8);
+  expect_parts(Shape{2, 1920, {16, 16}, 32}, cf, e2, 4);
+  expect_parts(Shape{2, 64, {32, 32}, 1}, cf, wide ? e2 : e4, wide ? 16 : 8);
   EXPECT_NE(choose({2, 640, {64, 64}, 32}, cf)->spec().family, Family::onchip);
-  EXPECT_NE(choose({2, 64, {32, 32}, 1}, cf)->spec().family, Family::onchip);
 }
 
 TEST(Heuristics, GroupsInPartsTakeTheFewestRoundsOfClustersTheDeviceRuns) {
   // sd15_32x1920 channels-first (64 groups of 61440): where the device runs 62 clusters of 4 or
   // more workgroups at once and 66 of 2 (the H100's occupancy query for these kernels: bench/
   // NOTES.md, "Rounds of clusters"), 256 x 8 x 4 in 8 parts and 256 x 8 x 8 in 4 take two
-  // rounds and 512 x 8 x 8 in 2 one, which wins; where no device answers, the most parts as before
+  // rounds and 512 x 8 x 8 in 2 one, which wins; where no device answers, the parts nearest 4096
+  // elements (256 x 8 x 2 in 15 where clusters hold 16, else the most: 256 x 8 x 4 in 8)
   if (!clusters()) GTEST_SKIP() << "the device has no thread-block clusters (or HIPGN_CLUSTERS=0)";
   const char* one = "gn_fwd_f16_f16_cf_swish_onchip_b512_v8_e8";
   const char* most = "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4";
@@ -616,7 +632,7 @@ TEST(Heuristics, GroupsInPartsTakeTheFewestRoundsOfClustersTheDeviceRuns) {
   EXPECT_EQ(eight->onchip_rounds(p, eight->onchip_parts(p)), 2);
   inst = heuristic_choice(silent, kH100, p);
   ASSERT_NE(inst, nullptr);
-  EXPECT_EQ(inst->name(), most);
+  EXPECT_EQ(inst->name(), wide_clusters() ? "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e2" : most);
   EXPECT_EQ(inst->onchip_rounds(p, inst->onchip_parts(p)), 0);
 }
 

@@ -1,5 +1,6 @@
 // Dispatch rules: data first, then the short function that reads them.
 #include "hipgn/heuristics.hpp"
+#include "hipgn/clusters.hpp"
 #include "hipgn/op.hpp"
 
 #include <algorithm>
@@ -48,6 +49,12 @@ constexpr std::int64_t kOnchipClFwdEightByteFromElements = 4096;
 // The channels-last onchip forward's instances of at most this many values a thread first, for
 // groups that may be held in parts (better()).
 constexpr int kOnchipClFwdPartValues = 16;
+// The channels-first onchip forward of 16-bit values in parts up to groups of this many (below).
+// The channels-first onchip forward's parts nearest this many elements first (better()).
+constexpr std::int64_t kOnchipCfFwdPartElements = 4096;
+// The channels-last onchip forward's parts past a portable cluster only where a portable
+// cluster a group would fill at most this share of the compute units (better()).
+constexpr double kOnchipClFwdWidePartsBelowCuShare = 0.25;
 // The channels-last onchip backward's 4-byte vectors before 16-byte ones from groups of this
 // many elements (better()).
 constexpr std::int64_t kOnchipClBwdFourByteFromElements = 8192;
@@ -221,18 +228,21 @@ RuleTables sm_90() {
           .bytes_per_cu(0, kStreamCfFwdBytesPerCu)
           .vector_bytes(16)
           .only({DataType::f16, DataType::bf16}),
-      // ... and with 16-bit values up to 64K elements, from 8 KB a compute unit, a thread-block
-      // cluster a group where the device has them: the onchip forward in parts
+      // ... and with 16-bit values up to 64K elements a thread-block cluster a group where the
+      // device has them: the onchip forward in parts
       // (fwd_onchip_parts_kernel, Instance::onchip_parts; H100, fp16 / bf16 SiLU, L2-cold,
       // bench.py --best, 2026-11-28; bench/NOTES.md, "A group in parts"): sd15_64x320 (40960
       // elements) 9.0 / 9.2 us against resident 10.9 / 10.9, sd15_32x1280 9.0 / 8.9 against 10.9
       // / 10.8, g16_32x640 7.1 / 7.2 against 8.4 / 8.4, vae_64x512 (65536) 8.5 / 8.5 against split
       // 9.7 / 10.0; sd15_32x1920 (61440) 13.7 / 13.7 in 8 parts against split 13.6 / 13.9; not
-      // past 64K (sd15_64x640, 81920: 18.2 against split 16.1), nor below 8 KB a compute unit
-      // (layer_norm_32x64, 2 groups: 5.4 / 5.4 against split 5.4 / 5.3) ...
+      // past 64K (sd15_64x640, 81920: 18.2 against split 16.1). Below 8 KB a compute unit too
+      // since clusters of 16 hold a group of 64K in parts of 4096 (layer_norm_32x64, 2 groups:
+      // 256 x 8 x 2 in 16 parts 3.93 us against split 5.34; H200, fp16 SiLU, L2-cold, bench.py
+      // --best, bench/NOTES.md, "Sixteen parts"; in 8 parts it had tied split, 5.4 / 5.4 against
+      // 5.4 / 5.3) ...
       Rule{Family::onchip, kAny, 0, "channels-first, a small tensor of 16-bit values, groups of up to 64K elements: a thread-block cluster a group",
            65536, Rule::kChannelsFirst}
-          .bytes_per_cu(kTinyBytesPerCu, kStreamCfFwdBytesPerCu)
+          .bytes_per_cu(0, kStreamCfFwdBytesPerCu)
           .vector_bytes(16)
           .only({DataType::f16, DataType::bf16}),
       // ... and groups of fewer than 64 elements a workgroup per group looping over them
@@ -581,6 +591,16 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     // instance holds the group in a cluster's parts (vae_64x512, sd15_32x1280, det_25x42x2048),
     // as below.
     if (p.group_elements() >= kOnchipPartsFromElements) {
+      // parts past a portable cluster's 8 (Instance::onchip_parts) only for groups so few that
+      // clusters of 8 would leave three quarters of the compute units idle: layer_norm_32x64 (2
+      // groups) 256 x 8 x 2 in 16 parts 4.06 us against 256 x 4 x 8 in 8 5.44; not 32 groups
+      // (vae_64x512 256 x 8 x 2 in 16 9.26 against 256 x 4 x 8 in 8 8.32; g16_32x640 6.55
+      // against 6.92), nor 64 (sd15_32x1280 10.64 against 512 x 4 x 8 in 3 9.45). H200, fp16
+      // SiLU, L2-cold, bench.py --best, the two sides in one session (bench/NOTES.md, "Sixteen
+      // parts").
+      const bool wide_a = a.onchip_parts(p).parts > kClusterPortable, wide_b = b.onchip_parts(p).parts > kClusterPortable;
+      if (wide_a != wide_b)
+        return wide_a == (double(p.num_groups()) * kClusterPortable <= kOnchipClFwdWidePartsBelowCuShare * cus);
       const bool few_a = x.per_thread * x.vector <= kOnchipClFwdPartValues,
                  few_b = y.per_thread * y.vector <= kOnchipClFwdPartValues;
       if (few_a != few_b) return few_a;
@@ -625,8 +645,9 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     // groups that may be held in parts (Instance::onchip_parts): the instance whose slots the
     // group's part fills most (in eighths); then channels-last the fewest parts (of those that
     // cover half the compute units, from kOnchipPartsSpreadFromElements), or the most where the
-    // groups are fewer than a quarter of the compute units, and channels-first the most. H100, fp16 / bf16 SiLU, L2-cold, bench.py --best, 2026-11-28 (bench/NOTES.md, "A
-    // group in parts"). Channels-last: sd15_32x1920 1024 x 4 x 8 in 2 parts 13.6 us against
+    // groups are fewer than a quarter of the compute units, and channels-first the parts nearest
+    // 4096 elements (below), then the most. H100, fp16 / bf16 SiLU, L2-cold, bench.py --best,
+    // 2026-11-28 (bench/NOTES.md, "A group in parts"). Channels-last: sd15_32x1920 1024 x 4 x 8 in 2 parts 13.6 us against
     // 512 x 4 x 8 in 4 16.2 and 256 x 4 x 8 in 8 14.7 (the three fill 94%); sd15_32x1280 512 x
     // 4 x 8 in 3 (83%) 10.2 against 1024 x 4 x 8 in 2 (62%) 10.9 and 256 x 4 x 8 in 6 (83%)
     // 12.6; sd15_16x1280 512 x 4 x 8 in 1 (62%) 5.3 against 256 x 4 x 8 in 2 (62%) 5.9; but
@@ -644,6 +665,23 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
       return 8 * unit * q.part_rows / (std::int64_t(s.block) * s.per_thread * s.vector);
     };
     const std::int64_t fa = eighths(x, pa), fb = eighths(y, pb);
+    if (p.op == Op::fwd && p.layout == Layout::channels_first && pa.parts > 1 && pb.parts > 1) {
+      // channels-first, before the fill, the parts nearest 4096 elements
+      // (kOnchipCfFwdPartElements): with clusters of up to 16 the most parts were 2048-element
+      // ones, which lost to 4096 wherever both held the group (sd15_16x2560 256 x 8 x 1 in 10
+      // parts 6.06 us against 256 x 8 x 2 in 5 5.48, sd15_32x640 6.03 against 5.51,
+      // odd_31x31_c640 7.05 against 6.53; sd15_16x1920 128 x 8 x 1 in 15, full, 6.55 against
+      // 256 x 8 x 2 in 4, 94% full, 5.11), as 8192-element ones did (vae_64x512 256 x 8 x 4 in 8
+      // 8.14 against 256 x 8 x 2 in 16 7.19, g16_32x640 6.99 against 6.07, sd15_32x1280 8.50
+      // against 7.92). H200, fp16 SiLU, L2-cold, bench.py --best (bench/NOTES.md, "Sixteen
+      // parts"). The H100's clusters of 8 agree (below: sd15_16x1920 256 x 8 x 2 in 4 5.4
+      // against 256 x 8 x 1 in 8 5.5 and 256 x 8 x 4 in 2 6.3).
+      const auto off = [&](const Instance::OnchipParts& q) {
+        return std::abs(std::log2(double(q.part_rows * unit) / double(kOnchipCfFwdPartElements)));
+      };
+      const double oa = off(pa), ob = off(pb);
+      if (oa != ob) return oa < ob;
+    }
     if (p.op == Op::fwd && fa != fb) return fa > fb;
     if (pa.parts != pb.parts) {
       const bool most = p.layout == Layout::channels_first || 4 * p.num_groups() < cus;

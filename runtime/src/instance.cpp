@@ -162,6 +162,17 @@ Instance::StreamItems Instance::stream_items(const Problem& p, int compute_units
   return s;
 }
 
+namespace {
+// The most parts the onchip family holds a group in: the forward's as many as a cluster the
+// device launches has (16 on an H100 or H200, past a portable cluster's 8: layer_norm_32x64, two
+// groups of 65536 elements, in 16 parts of 256 x 8 x 2 3.9 us against split's 5.3, vae_64x512
+// 7.2 against 8 parts' 8.1; H200, fp16 SiLU, L2-cold, bench.py --best, bench/NOTES.md, "Sixteen
+// parts"), the backward's a portable cluster's (its parts were measured up to 8 only).
+int onchip_parts_most(bool backward) {
+  return backward ? std::min(cluster_launch_max(), kClusterPortable) : cluster_launch_max();
+}
+}  // namespace
+
 Instance::OnchipParts Instance::onchip_parts(const Problem& p) const {
   OnchipParts r;
   // (the backward's parts are channels-last ops that write dx only: families/onchip.hpp,
@@ -189,15 +200,21 @@ Instance::OnchipParts Instance::onchip_parts(const Problem& p) const {
   r.part_rows = rows;
   if (need == 1) return r;
   // as few parts as hold the group, only for groups of kOnchipPartsFromElements or more, and no
-  // more than a portable cluster has
-  const int most = std::min(cluster_launch_max(), kClusterPortable);
-  if (p.group_elements() < kOnchipPartsFromElements || need > most ||
+  // more than a cluster has (onchip_parts_most)
+  if (p.group_elements() < kOnchipPartsFromElements || need > onchip_parts_most(backward) ||
       (backward && p.channels_per_group() > kOnchipPartsBwdChannels)) {
     r.parts = 0;
     return r;
   }
   r.part_rows = ceil_div(rows, need);  // balanced: no part of a few rows, none empty
   r.parts = int(ceil_div(rows, r.part_rows));
+  // a cluster past the portable size only where the device runs one of this kernel (a GPC may
+  // not hold 16 workgroups of 1024 threads); where no device answers (clusters of 2 neither),
+  // the assumed target's
+  if (r.parts > kClusterPortable && clusters_) {
+    const bool peeled = p.layout == Layout::channels_first && p.spatial_size() % spec_.vector != 0;
+    if (clusters_(r.parts, peeled) == 0 && clusters_(2, peeled) > 0) r.parts = 0;
+  }
   return r;
 }
 
@@ -291,7 +308,7 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
            : describe(p.op).backward && p.channels_per_group() > kOnchipPartsBwdChannels
                ? " (a backward's groups of more than " + std::to_string(kOnchipPartsBwdChannels) +
                      " channels are not held in parts)"
-               : " in each of a cluster's " + std::to_string(kClusterPortable) + " parts";
+               : " in each of a cluster's " + std::to_string(onchip_parts_most(describe(p.op).backward)) + " parts";
   };
   if (family.holds_group && (parts.parts == 0 || (parts.parts == 1 && p.group_elements() > spec_.chunk_elements())))
     return no("the group's " + std::to_string(p.group_elements()) + " elements exceed the " +
