@@ -331,12 +331,19 @@ TEST(Heuristics, ChannelsLastStreamForwardTakesOneColumnWhereTheRowAllows) {
 }
 
 TEST(Heuristics, ResidentOneSliceTiesGoToMoreThreads) {
-  // channels-first SD 16x16 C=640, 5120-element groups: 512 x 4 and 256 x 8 both hold one (in
-  // fp32: 16-bit values of groups up to 32K go to the onchip family)
+  // channels-first SD 16x16 C=640, 5120-element groups: 512 x 4 and 256 x 8 both hold one (fp32;
+  // the onchip family takes such groups first, so the resident instances alone)
   const char* want = "gn_fwd_f32_f32_cf_swish_resident_b512_v4_e4";
-  const Instance* inst = choose_named(Shape{2, 640, {16, 16}, 32}, Layout::channels_first,
-                                      {want, "gn_fwd_f32_f32_cf_swish_resident_b256_v4_e8"}, DataType::f32);
-  if (!inst) GTEST_SKIP() << "the preset lacks the resident 512 x 4 and 256 x 8 instances";
+  const Problem p = make_problem(Shape{2, 640, {16, 16}, 32}, DataType::f32, DataType::f32, Layout::channels_first,
+                                 Activation::swish);
+  if (!Registry::global().find(want) || !Registry::global().find("gn_fwd_f32_f32_cf_swish_resident_b256_v4_e8"))
+    GTEST_SKIP() << "the preset lacks the resident 512 x 4 and 256 x 8 instances";
+  Registry resident;
+  for (const Instance* i : Registry::global().bucket(Key::of(p)))
+    if (i->spec().family == Family::resident)
+      resident.add(i->spec(), i->name(), [](const Params&, hipStream_t) { return hipErrorInvalidValue; }, nullptr);
+  const Instance* inst = heuristic_choice(resident, kH100, p);
+  ASSERT_NE(inst, nullptr);
   EXPECT_EQ(inst->name(), want);
 }
 
@@ -601,6 +608,21 @@ TEST(Heuristics, ChannelsFirstGroupsOf8KTo64KTakeAClusterAGroup) {
   expect_parts(Shape{2, 1920, {16, 16}, 32}, cf, e2, 4);
   expect_parts(Shape{2, 64, {32, 32}, 1}, cf, wide ? e2 : e4, wide ? 16 : 8);
   EXPECT_NE(choose({2, 640, {64, 64}, 32}, cf)->spec().family, Family::onchip);
+}
+
+TEST(Heuristics, RowsFirstTimedOnTheH200TakeTheirFastestFamily) {
+  // bench/NOTES.md, "Sixteen parts" (H200, bench.py --best): channels-first fp32 groups of up to
+  // 64K elements the onchip family whatever the size (sd15_16x1280 5.0 us against resident 7.1,
+  // r50_56x256_n32 at 103 MB 63.7 against stream 87.8); where clusters exist, 16-bit
+  // channels-first groups up to 256K in parts (odd_97x89_c160_g8: 10.5 against resident 12.8);
+  // a channels-last backward of one large group from 8 KB a compute unit streams
+  // (odd_1d_8191_c128_g1: 13.9 against resident 34.5)
+  const Layout cf = Layout::channels_first;
+  EXPECT_EQ(choose({2, 1280, {16, 16}, 32}, cf, DataType::f32)->spec().family, Family::onchip);
+  EXPECT_EQ(choose({32, 256, {56, 56}, 32}, cf, DataType::f32)->spec().family, Family::onchip);
+  if (clusters()) EXPECT_EQ(choose({2, 160, {97, 89}, 8}, cf)->spec().family, Family::onchip);
+  if (reaches(Family::stream, {1, 128, {8191}, 1}, Layout::channels_last, Op::bwd))
+    EXPECT_EQ(choose({1, 128, {8191}, 1}, Layout::channels_last, DataType::f16, Op::bwd)->spec().family, Family::stream);
 }
 
 TEST(Heuristics, GroupsInPartsTakeTheFewestRoundsOfClustersTheDeviceRuns) {

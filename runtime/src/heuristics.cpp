@@ -50,6 +50,7 @@ constexpr std::int64_t kOnchipClFwdEightByteFromElements = 4096;
 // groups that may be held in parts (better()).
 constexpr int kOnchipClFwdPartValues = 16;
 // The channels-first onchip forward of 16-bit values in parts up to groups of this many (below).
+constexpr std::int64_t kOnchipCfFwdPartsMaxElements = std::int64_t(1) << 18;
 // The channels-first onchip forward's parts nearest this many elements first (better()).
 constexpr std::int64_t kOnchipCfFwdPartElements = 4096;
 // The channels-last onchip forward's parts past a portable cluster only where a portable
@@ -234,17 +235,31 @@ RuleTables sm_90() {
       // bench.py --best, 2026-11-28; bench/NOTES.md, "A group in parts"): sd15_64x320 (40960
       // elements) 9.0 / 9.2 us against resident 10.9 / 10.9, sd15_32x1280 9.0 / 8.9 against 10.9
       // / 10.8, g16_32x640 7.1 / 7.2 against 8.4 / 8.4, vae_64x512 (65536) 8.5 / 8.5 against split
-      // 9.7 / 10.0; sd15_32x1920 (61440) 13.7 / 13.7 in 8 parts against split 13.6 / 13.9; not
-      // past 64K (sd15_64x640, 81920: 18.2 against split 16.1). Below 8 KB a compute unit too
+      // 9.7 / 10.0; sd15_32x1920 (61440) 13.7 / 13.7 in 8 parts against split 13.6 / 13.9. Past
+      // 64K up to what 16 parts hold (odd_97x89_c160_g8, 16 groups of 172660, 5.5 MB: 256 x 8 x 8
+      // in 11 parts 10.5 / 11.6 us against resident 12.8 / 12.9; H200, bench.py --best,
+      // bench/NOTES.md, "Sixteen parts"), not past 60 KB a compute unit (sd15_64x640, 81920
+      // elements, 10 MB: 18.2 against split 16.1 on the H100 in 8 parts). Below 8 KB a compute unit too
       // since clusters of 16 hold a group of 64K in parts of 4096 (layer_norm_32x64, 2 groups:
       // 256 x 8 x 2 in 16 parts 3.93 us against split 5.34; H200, fp16 SiLU, L2-cold, bench.py
       // --best, bench/NOTES.md, "Sixteen parts"; in 8 parts it had tied split, 5.4 / 5.4 against
       // 5.4 / 5.3) ...
-      Rule{Family::onchip, kAny, 0, "channels-first, a small tensor of 16-bit values, groups of up to 64K elements: a thread-block cluster a group",
-           65536, Rule::kChannelsFirst}
+      Rule{Family::onchip, kAny, 0, "channels-first, a small tensor of 16-bit values, groups of up to 256K elements: a thread-block cluster a group",
+           kOnchipCfFwdPartsMaxElements, Rule::kChannelsFirst}
           .bytes_per_cu(0, kStreamCfFwdBytesPerCu)
           .vector_bytes(16)
           .only({DataType::f16, DataType::bf16}),
+      // ... and fp32 groups of up to 64K elements, whatever the tensor's size: a workgroup or a
+      // cluster a group, where the other families, measured on 16-bit values and sized in bytes,
+      // lost to it on every fp32 row with such groups (H200, SiLU, L2-cold, bench.py --best,
+      // 2026-11-28; bench/NOTES.md, "Sixteen parts"): sd15_16x1280 (10240 elements, 2.6 MB)
+      // 256 x 4 x 2 in parts 5.01 us against resident 7.11, sd15_64x320 (40960, 10 MB) 1024 x 4 x
+      // 8 11.47 against stream 15.10, r50_56x256_n32 (1024 groups of 25088, 103 MB) 256 x 4 x 8
+      // 63.71 against stream 87.76 (torch.compile 86.05); tiny (256) onchip already ...
+      Rule{Family::onchip, kAny, 0, "channels-first fp32, groups of up to 64K elements: a workgroup or a thread-block cluster a group",
+           65536, Rule::kChannelsFirst}
+          .vector_bytes(16)
+          .only({DataType::f32}),
       // ... and groups of fewer than 64 elements a workgroup per group looping over them
       // (hw1_512, 16 elements, spatial 1: looped 3.2 us against resident 4.8).
       Rule{Family::looped, kAny, 0, "channels-first, a small tensor, groups below 64 elements: a workgroup per group",
@@ -366,10 +381,12 @@ RuleTables sm_90() {
       // split 19.6; odd_31x31_c640, 19 KB: 19.8, split 19.6; g16_32x640, 20 KB: 19.4, split
       // 19.0; sd15_32x640: 19.8, split 20.6; odd_97x89_c96_cg3, 25 KB: 19.7, resident 20.8;
       // odd_3d_7x31x37_c120_cg3, 29 KB: 20.5, resident 22.4; sd15_32x960, 30 KB: 21.2, resident
-      // 27.4; vae_64x512, 32 KB: 21.9, resident 26.8) ...
+      // 27.4; vae_64x512, 32 KB: 21.9, resident 26.8), however few the groups (odd_1d_8191_c128_g1,
+      // one group of 1M elements, 16 KB: stream 13.9 / 15.1 us against the resident family's
+      // 34.5 / 34.9 as dispatched and 15.5 / 15.5 at best; H200, fp16 / bf16, bench.py --best,
+      // bench/NOTES.md, "Sixteen parts") ...
       Rule{Family::stream, 1.0, 4096, "channels-last, few large groups from 8 KB a compute unit: two streaming passes",
-           std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast, std::numeric_limits<std::int64_t>::max(),
-           0.2}
+           std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
           .bytes_per_cu(kSplitClBwdBytesPerCu, kAny),
       // ... and any groups from 32 KB a compute unit (4.2 MB on 132); below that, with many or
       // small groups, the older families were ahead when last timed (2026-11-23, before the
