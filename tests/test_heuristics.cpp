@@ -382,8 +382,9 @@ TEST(Heuristics, SplitForwardTakesSmallSlicesOnlyForTinyTensors) {
   // layer_norm_32x64 (2 groups of 65536, 0.26 MB: 2 KB a compute unit), both layouts, where the
   // device has no clusters: 128 x 1, 1024-element slices (5.5 us against 256 x 4's 6.5, and
   // channels-first the resident family's 6.2); with clusters the onchip forward in parts: of 16,
-  // 3.9 / 4.1 us, of 8 a tie with split, 5.4 / 5.4; vae_64x512 (32 groups of 65536, 4.2 MB): 256 x 4, 8192-element slices
-  // (kSplitFwdSmallSliceElements; the next test has the 4096-element slices)
+  // 3.9 / 4.1 us, of 8 a tie with split, 5.4 / 5.4; vae_64x512 (32 groups of 65536, 4.2 MB):
+  // 256 x 4, 8192-element slices (kSplitFwdSmallSliceElements; the next test has the 4096-element
+  // slices)
   const char* small = "gn_fwd_f16_f16_cf_swish_split_b128_v8_e1";
   if (!choose_named(Shape{2, 64, {32, 32}, 1}, Layout::channels_first, {small, "gn_fwd_f16_f16_cf_swish_split_b256_v8_e4"}))
     GTEST_SKIP() << "the preset lacks the split 128 x 1 and 256 x 4 forwards";
@@ -622,7 +623,8 @@ TEST(Heuristics, RowsFirstTimedOnTheH200TakeTheirFastestFamily) {
   EXPECT_EQ(choose({32, 256, {56, 56}, 32}, cf, DataType::f32)->spec().family, Family::onchip);
   if (clusters()) EXPECT_EQ(choose({2, 160, {97, 89}, 8}, cf)->spec().family, Family::onchip);
   if (reaches(Family::stream, {1, 128, {8191}, 1}, Layout::channels_last, Op::bwd))
-    EXPECT_EQ(choose({1, 128, {8191}, 1}, Layout::channels_last, DataType::f16, Op::bwd)->spec().family, Family::stream);
+    EXPECT_EQ(choose({1, 128, {8191}, 1}, Layout::channels_last, DataType::f16, Op::bwd)->spec().family,
+              Family::stream);
 }
 
 TEST(Heuristics, GroupsInPartsTakeTheFewestRoundsOfClustersTheDeviceRuns) {

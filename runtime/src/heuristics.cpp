@@ -239,8 +239,8 @@ RuleTables sm_90() {
       // 64K up to what 16 parts hold (odd_97x89_c160_g8, 16 groups of 172660, 5.5 MB: 256 x 8 x 8
       // in 11 parts 10.5 / 11.6 us against resident 12.8 / 12.9; H200, bench.py --best,
       // bench/NOTES.md, "Sixteen parts"), not past 60 KB a compute unit (sd15_64x640, 81920
-      // elements, 10 MB: 18.2 against split 16.1 on the H100 in 8 parts). Below 8 KB a compute unit too
-      // since clusters of 16 hold a group of 64K in parts of 4096 (layer_norm_32x64, 2 groups:
+      // elements, 10 MB: 18.2 against split 16.1 on the H100 in 8 parts). Below 8 KB a compute
+      // unit too since clusters of 16 hold a group of 64K in parts of 4096 (layer_norm_32x64, 2 groups:
       // 256 x 8 x 2 in 16 parts 3.93 us against split 5.34; H200, fp16 SiLU, L2-cold, bench.py
       // --best, bench/NOTES.md, "Sixteen parts"; in 8 parts it had tied split, 5.4 / 5.4 against
       // 5.4 / 5.3) ...
@@ -615,7 +615,8 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
       // against 6.92), nor 64 (sd15_32x1280 10.64 against 512 x 4 x 8 in 3 9.45). H200, fp16
       // SiLU, L2-cold, bench.py --best, the two sides in one session (bench/NOTES.md, "Sixteen
       // parts").
-      const bool wide_a = a.onchip_parts(p).parts > kClusterPortable, wide_b = b.onchip_parts(p).parts > kClusterPortable;
+      const bool wide_a = a.onchip_parts(p).parts > kClusterPortable,
+                 wide_b = b.onchip_parts(p).parts > kClusterPortable;
       if (wide_a != wide_b)
         return wide_a == (double(p.num_groups()) * kClusterPortable <= kOnchipClFwdWidePartsBelowCuShare * cus);
       const bool few_a = x.per_thread * x.vector <= kOnchipClFwdPartValues,
@@ -664,8 +665,8 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     // cover half the compute units, from kOnchipPartsSpreadFromElements), or the most where the
     // groups are fewer than a quarter of the compute units, and channels-first the parts nearest
     // 4096 elements (below), then the most. H100, fp16 / bf16 SiLU, L2-cold, bench.py --best,
-    // 2026-11-28 (bench/NOTES.md, "A group in parts"). Channels-last: sd15_32x1920 1024 x 4 x 8 in 2 parts 13.6 us against
-    // 512 x 4 x 8 in 4 16.2 and 256 x 4 x 8 in 8 14.7 (the three fill 94%); sd15_32x1280 512 x
+    // 2026-11-28 (bench/NOTES.md, "A group in parts"). Channels-last: sd15_32x1920 1024 x 4 x 8
+    // in 2 parts 13.6 us against 512 x 4 x 8 in 4 16.2 and 256 x 4 x 8 in 8 14.7 (the three fill 94%); sd15_32x1280 512 x
     // 4 x 8 in 3 (83%) 10.2 against 1024 x 4 x 8 in 2 (62%) 10.9 and 256 x 4 x 8 in 6 (83%)
     // 12.6; sd15_16x1280 512 x 4 x 8 in 1 (62%) 5.3 against 256 x 4 x 8 in 2 (62%) 5.9; but
     // vae_64x512, 32 groups, 256 x 4 x 8 in 8 8.8 against 512 x 4 x 8 in 4 10.3 (both 100%).
