@@ -62,6 +62,35 @@ def load_shapes(which: str):
     return shapes, set(suite["fp32"])
 
 
+def read_rows(path):
+    """The rows a --rows file names, (name, dtype, layout, op) each: 'name dtype layout op' a line,
+    blank lines and # comments skipped (heuristic_check.py --stale-rows writes such a file)."""
+    keys = []
+    for line in pathlib.Path(path).read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, dtype, layout, op = line.split()
+            keys.append((name, dtype, layout, op))
+    return keys
+
+
+def plan(shapes, fp32_subset, dtypes, layouts, ops, rows=None):
+    """The problems to time, (name, shape, dtype, layout, ops) each: the shapes' dtypes (fp32 on its
+    subset and the odd shapes), layouts and ops; or, given rows, exactly those rows, a problem's
+    ops together (one set of tensors for its forward and backward)."""
+    if rows is None:
+        return [(name, shape, dt, layout, tuple(ops)) for name, shape in shapes.items() for dt in dtypes
+                if dt != "float32" or name in fp32_subset or name.startswith("odd") for layout in layouts]
+    wanted = {}
+    for name, dt, layout, op in rows:
+        if name not in shapes:
+            raise SystemExit(f"bench.py: --rows names {name!r}, which is no shape of the suite or the odd ones")
+        wanted.setdefault((name, dt, layout), [])
+        if op not in wanted[(name, dt, layout)]:
+            wanted[(name, dt, layout)].append(op)
+    return [(name, shapes[name], dt, layout, tuple(o)) for (name, dt, layout), o in wanted.items()]
+
+
 # --- hipgn through its C API (ctypes) ---------------------------------------------------------
 class Problem(ctypes.Structure):
     _fields_ = [("op", ctypes.c_int), ("n", ctypes.c_int64), ("c", ctypes.c_int64), ("groups", ctypes.c_int64),
@@ -281,6 +310,9 @@ def main():
     ap.add_argument("--dtypes", default="float16,bfloat16,float32")
     ap.add_argument("--layouts", default="cf,cl")
     ap.add_argument("--ops", default="fwd,bwd")
+    ap.add_argument("--rows", help="time exactly the rows this file names ('name dtype layout op' a line; "
+                                   "heuristic_check.py --stale-rows writes one): --shapes, --only, --dtypes, "
+                                   "--layouts and --ops are then ignored")
     ap.add_argument("--peers", default="all", choices=["all", "eager", "none"])
     ap.add_argument("--compile-dtypes", default="float16,bfloat16,float32",
                     help="dtypes on which torch.compile is timed (it compiles once per problem)")
@@ -310,20 +342,15 @@ def main():
         print(f"# Apex's group_norm_cuda loaded in {time.time() - t0:.0f} s", flush=True)
     props = torch.cuda.get_device_properties(0)
     l2 = props.L2_cache_size
-    shapes, fp32_subset = load_shapes(a.shapes)
-    if a.only:
+    shapes, fp32_subset = load_shapes("all" if a.rows else a.shapes)
+    if a.only and not a.rows:
         shapes = {k: v for k, v in shapes.items() if k in a.only.split(",")}
-    problems = []
-    for name, shape in shapes.items():
-        for dt in a.dtypes.split(","):
-            if dt == "float32" and name not in fp32_subset and not name.startswith("odd"):
-                continue
-            for layout in a.layouts.split(","):
-                problems.append((name, shape, dt, layout))
+    problems = plan(shapes, fp32_subset, a.dtypes.split(","), a.layouts.split(","), a.ops.split(","),
+                    read_rows(a.rows) if a.rows else None)
     compile_dtypes = set(a.compile_dtypes.split(","))
 
     if a.peers == "all" and a.warm_procs > 0:
-        todo = [p for p in problems if p[2] in compile_dtypes]
+        todo = [p[:4] for p in problems if p[2] in compile_dtypes]
         t0 = time.time()
         ctx = mp.get_context("spawn")
         with ctx.Pool(a.warm_procs) as pool:
@@ -332,18 +359,18 @@ def main():
         print(f"# compiled {len(todo)} problems ahead in {time.time() - t0:.0f} s", flush=True)
 
     rows = []
-    for name, (n, c, spatial, g), dt, layout in problems:
+    for name, (n, c, spatial, g), dt, layout, ops in problems:
         if time.time() - t_start > a.budget_s:
             print(f"# budget reached; stopping before {name}", flush=True)
             break
         dtype = getattr(torch, dt)
         elems = n * c * math.prod(spatial)
         bytes_ = elems * dtype.itemsize
-        backward = "bwd" in a.ops
+        backward = "bwd" in ops
         k = set_count(l2, bytes_, backward)
         sets = [make_set(torch, n, c, spatial, g, dtype, layout, backward) for _ in range(k)]
         copy_cold, copy_warm = timings(torch, lambda s: s["y"].copy_(s["x"]), sets, sets[0])
-        for op in a.ops.split(","):
+        for op in ops:
             p = hg.problem(op, n, c, spatial, g, dtype, layout)
             row = dict(name=name, shape=[n, c, *spatial, g], dtype=str(dt), layout=layout, op=op, bytes=bytes_,
                        floor_bytes=bytes_ * (2 if op == "fwd" else 3), copy=copy_cold, copy_warm=copy_warm, sets=k)

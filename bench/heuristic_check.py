@@ -66,6 +66,10 @@ def main():
     ap.add_argument("--misses", type=int, default=20, help="list at most this many misses, worst first")
     ap.add_argument("--min-within", type=float, help="fail below this share of rows within the tolerance")
     ap.add_argument("--manifest", help="the build's manifest.json: skip (77) unless it is the default preset, unfiltered")
+    ap.add_argument("--stale-rows", metavar="FILE",
+                    help="write the stale rows (below) to FILE, 'name dtype layout op' a line: bench.py --rows "
+                         "re-times exactly them (on the GPU machine: without a device some choices differ, the "
+                         "onchip parts' rounds of clusters unanswered)")
     ap.add_argument("--stale", action="store_true",
                     help="list every row (with or without every instance timed) whose recorded instance is not "
                          "the one the library chooses now: rows to re-time")
@@ -116,6 +120,9 @@ def main():
     stale = [(r, c) for r, c in zip(doc["rows"], choice) if c != r.get("hipgn_name")]
     print(f"{len(stale)} of {len(doc['rows'])} rows were timed on an instance the library no longer chooses"
           f"{': re-time them (--stale lists them)' if stale and not args.stale else ''}")
+    if args.stale_rows:
+        with open(args.stale_rows, "w", encoding="utf-8") as f:
+            f.writelines(f"{r['name']} {r['dtype']} {r['layout']} {r['op']}\n" for r, _ in stale)
     if args.stale:
         for r, c in stale:
             print(f"  stale  {r['name']} {r['dtype']} {r['layout']} {r['op']}: timed {r.get('hipgn_name')}, now {c}")

@@ -2,7 +2,7 @@
 GPU's first run starts its set, a later run replaces the rows it measured, another GPU's run is
 refused and leaves the set as it was, --instances takes a --best run's per-instance times only
 into rows that dispatched the same instance, and the heuristic check takes the set measured on
-the GPU present."""
+the GPU present; bench.py's plan of problems, from its options or from a --rows file."""
 import json
 import os
 import pathlib
@@ -14,6 +14,7 @@ import unittest
 BENCH = pathlib.Path(__file__).resolve().parent.parent / "bench"
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(BENCH.parent / "python"))
+import bench  # noqa: E402
 import heuristic_check  # noqa: E402
 
 
@@ -142,6 +143,33 @@ class HeuristicCheckRows(unittest.TestCase):
                 self.assertEqual(pick(False, "none"), results / "latest.json")
             finally:
                 heuristic_check.RESULTS = saved
+
+
+class Plan(unittest.TestCase):
+    SHAPES = {"sd": (2, 320, (64, 64), 32), "tiny": (1, 32, (8, 8), 8), "odd_1d": (1, 128, (8191,), 1)}
+
+    def test_options_take_fp32_on_its_subset_and_the_odd_shapes(self):
+        got = bench.plan(self.SHAPES, {"tiny"}, ["float16", "float32"], ["cf", "cl"], ["fwd", "bwd"])
+        self.assertEqual([(p[0], p[2], p[3]) for p in got],
+                         [("sd", "float16", "cf"), ("sd", "float16", "cl"), ("tiny", "float16", "cf"),
+                          ("tiny", "float16", "cl"), ("tiny", "float32", "cf"), ("tiny", "float32", "cl"),
+                          ("odd_1d", "float16", "cf"), ("odd_1d", "float16", "cl"), ("odd_1d", "float32", "cf"),
+                          ("odd_1d", "float32", "cl")])
+        self.assertTrue(all(p[4] == ("fwd", "bwd") for p in got))
+
+    def test_rows_file_names_exactly_its_rows_a_problems_ops_together(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = pathlib.Path(d) / "rows"
+            path.write_text("# stale rows\nsd float32 cf fwd\n\nodd_1d bfloat16 cl bwd  # one group\n"
+                            "sd float32 cf bwd\nsd float32 cf fwd\n")
+            rows = bench.read_rows(path)
+            self.assertEqual(rows[1], ("odd_1d", "bfloat16", "cl", "bwd"))
+            got = bench.plan(self.SHAPES, set(), ["float16"], ["cf"], ["fwd"], rows)
+            self.assertEqual([(p[0], p[1], p[2], p[3], p[4]) for p in got],
+                             [("sd", self.SHAPES["sd"], "float32", "cf", ("fwd", "bwd")),
+                              ("odd_1d", self.SHAPES["odd_1d"], "bfloat16", "cl", ("bwd",))])
+            with self.assertRaises(SystemExit):
+                bench.plan(self.SHAPES, set(), [], [], [], [("nope", "float16", "cf", "fwd")])
 
 
 if __name__ == "__main__":
