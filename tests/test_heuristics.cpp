@@ -253,6 +253,16 @@ TEST(Heuristics, SpatialSizeOneRunsAsChannelsLast) {
 
 // The tie-breaks inside a family (heuristics.cpp: better), each on the shapes whose every-instance
 // timings set it (bench/results/latest.json); skipped where the preset lacks the instances.
+// The built instances of family f in p's bucket alone, their cluster query answered by `clusters`
+// (none is launched): a family's tie-break asked on its own.
+Registry family_registry(const Problem& p, Family f, ClustersFn clusters = nullptr) {
+  Registry r;
+  const LaunchFn never = [](const Params&, hipStream_t) { return hipErrorInvalidValue; };
+  for (const Instance* i : Registry::global().bucket(Key::of(p)))
+    if (i->spec().family == f) r.add(i->spec(), i->name(), never, clusters);
+  return r;
+}
+
 const Instance* choose_named(const Shape& s, Layout layout, std::initializer_list<const char*> need,
                              DataType dt = DataType::f16) {
   const Problem p = make_problem(s, dt, dt, layout, Activation::swish);
@@ -338,10 +348,7 @@ TEST(Heuristics, ResidentOneSliceTiesGoToMoreThreads) {
                                  Activation::swish);
   if (!Registry::global().find(want) || !Registry::global().find("gn_fwd_f32_f32_cf_swish_resident_b256_v4_e8"))
     GTEST_SKIP() << "the preset lacks the resident 512 x 4 and 256 x 8 instances";
-  Registry resident;
-  for (const Instance* i : Registry::global().bucket(Key::of(p)))
-    if (i->spec().family == Family::resident)
-      resident.add(i->spec(), i->name(), [](const Params&, hipStream_t) { return hipErrorInvalidValue; }, nullptr);
+  const Registry resident = family_registry(p, Family::resident);  // outlives the choice it holds
   const Instance* inst = heuristic_choice(resident, kH100, p);
   ASSERT_NE(inst, nullptr);
   EXPECT_EQ(inst->name(), want);
@@ -639,14 +646,8 @@ TEST(Heuristics, GroupsInPartsTakeTheFewestRoundsOfClustersTheDeviceRuns) {
   const Problem p = make_problem({2, 1920, {32, 32}, 32}, DataType::f16, DataType::f16, Layout::channels_first,
                                  Activation::swish);
   if (!Registry::global().find(one) || !Registry::global().find(most)) GTEST_SKIP() << "a smaller preset";
-  const LaunchFn never = [](const Params&, hipStream_t) { return hipErrorInvalidValue; };
   const ClustersFn h100 = [](int parts, bool) { return parts >= 4 ? 62 : 66; };
-  Registry answered, silent;
-  for (const Instance* i : Registry::global().bucket(Key::of(p)))
-    if (i->spec().family == Family::onchip) {
-      answered.add(i->spec(), i->name(), never, h100);
-      silent.add(i->spec(), i->name(), never, nullptr);
-    }
+  const Registry answered = family_registry(p, Family::onchip, h100), silent = family_registry(p, Family::onchip);
   const Instance* inst = heuristic_choice(answered, kH100, p);
   ASSERT_NE(inst, nullptr);
   EXPECT_EQ(inst->name(), one);

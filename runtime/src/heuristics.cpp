@@ -596,6 +596,11 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     // 8 workgroups, 3.6 / 3.6 against 8-channel columns, 4, 4.5 / 4.5)
     if (onchip_cl_columns(p.channels_per_group(), x.vector) && x.block != y.block) return x.block < y.block;
   }
+  // the onchip family's parts of a group of kOnchipPartsFromElements or more (Instance::
+  // onchip_parts), asked once for the tie-breaks below
+  const bool in_parts = x.family == Family::onchip && p.group_elements() >= kOnchipPartsFromElements;
+  const Instance::OnchipParts pa = in_parts ? a.onchip_parts(p) : Instance::OnchipParts{},
+                              pb = in_parts ? b.onchip_parts(p) : Instance::OnchipParts{};
   if (x.family == Family::onchip && p.op == Op::fwd && p.layout == Layout::channels_last && size_of(p.x_dtype) == 2) {
     // the channels-last onchip forward of 16-bit values (fp32 unmeasured). Groups that may be
     // held in parts (Instance::onchip_parts): instances of at most 16 values a thread first,
@@ -607,7 +612,7 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     // in 3 7.70; sd15_32x960 256 x 2 x 8 in 8 8.88 against 512 x 2 x 16 in 2 9.02. Where no such
     // instance holds the group in a cluster's parts (vae_64x512, sd15_32x1280, det_25x42x2048),
     // as below.
-    if (p.group_elements() >= kOnchipPartsFromElements) {
+    if (in_parts) {
       // parts past a portable cluster's 8 (Instance::onchip_parts) only for groups so few that
       // clusters of 8 would leave three quarters of the compute units idle: layer_norm_32x64 (2
       // groups) 256 x 8 x 2 in 16 parts 4.06 us against 256 x 4 x 8 in 8 5.44; not 32 groups
@@ -615,8 +620,7 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
       // against 6.92), nor 64 (sd15_32x1280 10.64 against 512 x 4 x 8 in 3 9.45). H200, fp16
       // SiLU, L2-cold, bench.py --best, the two sides in one session (bench/NOTES.md, "Sixteen
       // parts").
-      const bool wide_a = a.onchip_parts(p).parts > kClusterPortable,
-                 wide_b = b.onchip_parts(p).parts > kClusterPortable;
+      const bool wide_a = pa.parts > kClusterPortable, wide_b = pb.parts > kClusterPortable;
       if (wide_a != wide_b)
         return wide_a == (double(p.num_groups()) * kClusterPortable <= kOnchipClFwdWidePartsBelowCuShare * cus);
       const bool few_a = x.per_thread * x.vector <= kOnchipClFwdPartValues,
@@ -647,8 +651,7 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     if ((x.vector == 2) != (y.vector == 2)) return x.vector == 2;
   }
   if (x.vector != y.vector) return x.vector > y.vector;
-  if (x.family == Family::onchip && p.group_elements() >= kOnchipPartsFromElements) {
-    const Instance::OnchipParts pa = a.onchip_parts(p), pb = b.onchip_parts(p);
+  if (in_parts) {
     // groups held in parts where the device says how many of their clusters it runs at once
     // (Instance::onchip_rounds): the fewer rounds first, since a second round of clusters
     // starts when the first ends. H100, fp16 / bf16 SiLU, L2-cold, bench.py --best, the

@@ -173,6 +173,11 @@ int onchip_parts_most(bool backward) {
 }
 }  // namespace
 
+int Instance::clusters_at_once(const Problem& p, int parts) const {
+  const bool peeled = p.layout == Layout::channels_first && p.spatial_size() % spec_.vector != 0;
+  return clusters_(parts, peeled);
+}
+
 Instance::OnchipParts Instance::onchip_parts(const Problem& p) const {
   OnchipParts r;
   // (the backward's parts are channels-last ops that write dx only: families/onchip.hpp,
@@ -211,17 +216,14 @@ Instance::OnchipParts Instance::onchip_parts(const Problem& p) const {
   // a cluster past the portable size only where the device runs one of this kernel (a GPC may
   // not hold 16 workgroups of 1024 threads); where no device answers (clusters of 2 neither),
   // the assumed target's
-  if (r.parts > kClusterPortable && clusters_) {
-    const bool peeled = p.layout == Layout::channels_first && p.spatial_size() % spec_.vector != 0;
-    if (clusters_(r.parts, peeled) == 0 && clusters_(2, peeled) > 0) r.parts = 0;
-  }
+  if (r.parts > kClusterPortable && clusters_ && clusters_at_once(p, r.parts) == 0 && clusters_at_once(p, 2) > 0)
+    r.parts = 0;
   return r;
 }
 
 std::int64_t Instance::onchip_rounds(const Problem& p, const OnchipParts& parts) const {
   if (parts.parts < 2 || !clusters_) return 0;
-  const bool peeled = p.layout == Layout::channels_first && p.spatial_size() % spec_.vector != 0;
-  const int at_once = clusters_(parts.parts, peeled);
+  const int at_once = clusters_at_once(p, parts.parts);
   return at_once > 0 ? ceil_div(p.num_groups(), at_once) : 0;
 }
 

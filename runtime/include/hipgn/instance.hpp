@@ -154,6 +154,9 @@ class Instance {
   std::int64_t onchip_rounds(const Problem&, const OnchipParts& parts) const;
 
  private:
+  // clusters_ (set) for this problem's kernel in clusters of `parts` (a peeled channels-first
+  // forward has a kernel of its own)
+  int clusters_at_once(const Problem&, int parts) const;
   int slices(const Problem&) const;
   // The channels-first split backward's first-pass units (params.hpp: split_bwd_cf_rows); the
   // default (a workgroup a channel row) for every other instance.
