@@ -22,6 +22,7 @@ inline const std::vector<Shape>& shape_corpus() {
       {2, 6, {7}, 2},             // C/G = 3, prime spatial
       {3, 30, {5, 7}, 1},         // G = 1 (LayerNorm), C/G = 30
       {2, 64, {8, 8}, 64},        // G = C (InstanceNorm)
+      {2, 64, {32, 32}, 64},      // G = C of 1024 positions: channels-last columns of 8 groups in parts
       {2, 320, {13, 11}, 32},     // C/G = 10, spatial 143
       {2, 96, {17, 19}, 32},      // C/G = 3, spatial 323: vector tails
       {2, 60, {3, 4, 5}, 2},      // 3-D spatial, C/G = 30

@@ -646,7 +646,7 @@ TEST(Heuristics, GroupsInPartsTakeTheFewestRoundsOfClustersTheDeviceRuns) {
   const Problem p = make_problem({2, 1920, {32, 32}, 32}, DataType::f16, DataType::f16, Layout::channels_first,
                                  Activation::swish);
   if (!Registry::global().find(one) || !Registry::global().find(most)) GTEST_SKIP() << "a smaller preset";
-  const ClustersFn h100 = [](int parts, bool) { return parts >= 4 ? 62 : 66; };
+  const ClustersFn h100 = [](int parts, PartsKernel) { return parts >= 4 ? 62 : 66; };
   const Registry answered = family_registry(p, Family::onchip, h100), silent = family_registry(p, Family::onchip);
   const Instance* inst = heuristic_choice(answered, kH100, p);
   ASSERT_NE(inst, nullptr);
@@ -715,9 +715,24 @@ TEST(Heuristics, SmallChannelsLastTensorsGoResident) {
   EXPECT_EQ(choose({2, 640, {64, 64}, 32}, Layout::channels_last)->spec().family, Family::stream);
   EXPECT_EQ(choose({2, 1280, {96, 96}, 32}, Layout::channels_last)->spec().family, Family::stream);
   // a tiny tensor of groups narrower than the vector (instance_norm_32x64, C/G = 1): onchip, a
-  // workgroup a column of 2 channels (fwd_onchip_columns: the most workgroups), 256 x 8 (the
-  // fewest threads); C/G = 3 divides no vector: looped
-  EXPECT_EQ(choose({2, 64, {32, 32}, 64}, Layout::channels_last)->name(), "gn_fwd_f16_f16_cl_swish_onchip_b256_v2_e8");
+  // column a workgroup or a cluster, the most workgroups: where the device has clusters 128 x 8
+  // x 1, a column of 8 channels in 8 parts (fwd_onchip_columns_parts_kernel: 128 workgroups);
+  // else 2-channel columns (fwd_onchip_columns: 64), 256 x 8 (the fewest threads). C/G = 3
+  // divides no vector: looped
+  if (clusters())
+    expect_parts(Shape{2, 64, {32, 32}, 64}, cl, "gn_fwd_f16_f16_cl_swish_onchip_b128_v8_e1", 8);
+  else
+    EXPECT_EQ(choose({2, 64, {32, 32}, 64}, cl)->name(), "gn_fwd_f16_f16_cl_swish_onchip_b256_v2_e8");
+  // the backward has no columns in parts: a column must fit one workgroup (128 x 8 x 1 holds 128
+  // of the 1024 rows)
+  if (const Instance* one = Registry::global().find("gn_bwd_f16_f16_cl_swish_onchip_b128_v8_e1")) {
+    Problem q = make_problem({2, 64, {32, 32}, 64}, f16, f16, cl, Activation::swish);
+    q.op = Op::bwd;
+    std::string why;
+    EXPECT_FALSE(one->supports(q, nullptr, &why));
+    EXPECT_NE(why.find("1024 positions exceed the 128 rows a workgroup of 128 holds in a column"), std::string::npos)
+        << why;
+  }
   // the backward's columns the same way (bwd_onchip_columns), where the build has them
   if (Registry::global().find("gn_bwd_f16_f16_cl_swish_onchip_b256_v2_e8")) {
     const Instance* bwd = choose({2, 64, {32, 32}, 64}, Layout::channels_last, f16, Op::bwd);

@@ -584,10 +584,17 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     // instance_norm_32x64, C/G = 1, 2-channel columns, 64 workgroups, 6.15 / 6.19 us against
     // 8-channel ones, 16, 8.0 / 8.0; tiny, C/G = 4, a 4-byte vector's rows, 8 workgroups,
     // 2.69 / 2.65 against 8-channel columns, 4, 4.11 / 4.14)
-    const auto units = [&](const InstanceSpec& s) {
-      return onchip_cl_workgroups(p.num_groups(), p.channels_per_group(), s.vector);
+    // A column in parts (fwd_onchip_columns_parts_kernel) counts its parts: instance_norm_32x64
+    // 128 x 8 x 1 in 8 parts (128 workgroups) 4.36 / 4.31 us against 256 x 8 x 1 in 4 (64) 4.75 /
+    // 4.68 and 256 x 2 x 8 whole (64) 5.00 / 4.96 (H200, fp16 / bf16, L2-cold, bench.py --best;
+    // bench/NOTES.md, "Columns in parts")
+    const auto units = [&](const Instance& i) {
+      const int v = i.spec().vector;
+      return onchip_cl_workgroups(p.num_groups(), p.channels_per_group(), v) *
+             (onchip_cl_columns(p.channels_per_group(), v) ? std::max(1, i.onchip_parts(p).parts) : 1);
     };
-    if (units(x) != units(y)) return units(x) > units(y);
+    const std::int64_t ua = units(a), ub = units(b);
+    if (ua != ub) return ua > ub;
     // columns (the same vector, equal units): the fewest threads, each with more rows
     // (instance_norm_32x64: 256 x 8 6.15 / 6.19 us, 512 x 16 6.6 / 6.6, 1024 x 16 7.7 / 7.8;
     // 8-channel columns 256 x 4 8.0 / 8.0, 512 x 8 8.2 / 8.2). The backward the same

@@ -173,9 +173,17 @@ int onchip_parts_most(bool backward) {
 }
 }  // namespace
 
+bool Instance::columns(const Problem& p) const {
+  return spec_.family == Family::onchip && p.layout == Layout::channels_last &&
+         onchip_cl_columns(p.channels_per_group(), spec_.vector);
+}
+
 int Instance::clusters_at_once(const Problem& p, int parts) const {
-  const bool peeled = p.layout == Layout::channels_first && p.spatial_size() % spec_.vector != 0;
-  return clusters_(parts, peeled);
+  const PartsKernel kind = columns(p) ? PartsKernel::columns
+                           : p.layout == Layout::channels_first && p.spatial_size() % spec_.vector != 0
+                               ? PartsKernel::peeled
+                               : PartsKernel::held;
+  return clusters_(parts, kind);
 }
 
 Instance::OnchipParts Instance::onchip_parts(const Problem& p) const {
@@ -191,10 +199,15 @@ Instance::OnchipParts Instance::onchip_parts(const Problem& p) const {
   // its body (fwd_onchip_aligned; where the spatial size or the tensors' alignment peels the
   // group, fwd_onchip_span, whose body has at most the group's whole vectors, the first part
   // taking the head and the tail beside them)
-  std::int64_t rows = 0, held = 0;
-  if (p.layout == Layout::channels_last) {
-    if (onchip_cl_columns(p.channels_per_group(), spec_.vector) || p.channels_per_group() % spec_.vector != 0)
-      return r;
+  std::int64_t rows = 0, held = 0, elements = p.group_elements();
+  if (columns(p)) {
+    // a column of V channels (fwd_onchip_columns): its rows, block * per_thread a workgroup
+    if (backward) return r;
+    rows = p.spatial_size();
+    held = std::int64_t(spec_.block) * spec_.per_thread;
+    elements = rows * spec_.vector;
+  } else if (p.layout == Layout::channels_last) {
+    if (p.channels_per_group() % spec_.vector != 0) return r;
     rows = p.spatial_size();
     held = onchip_cl_rows(spec_.block, spec_.per_thread, p.channels_per_group() / spec_.vector);
   } else {
@@ -204,9 +217,9 @@ Instance::OnchipParts Instance::onchip_parts(const Problem& p) const {
   const std::int64_t need = held > 0 ? ceil_div(rows, held) : std::numeric_limits<std::int64_t>::max();
   r.part_rows = rows;
   if (need == 1) return r;
-  // as few parts as hold the group, only for groups of kOnchipPartsFromElements or more, and no
-  // more than a cluster has (onchip_parts_most)
-  if (p.group_elements() < kOnchipPartsFromElements || need > onchip_parts_most(backward) ||
+  // as few parts as hold the group, only for groups (columns) of kOnchipPartsFromElements or
+  // more, and no more than a cluster has (onchip_parts_most)
+  if (elements < kOnchipPartsFromElements || need > onchip_parts_most(backward) ||
       (backward && p.channels_per_group() > kOnchipPartsBwdChannels)) {
     r.parts = 0;
     return r;
@@ -221,10 +234,29 @@ Instance::OnchipParts Instance::onchip_parts(const Problem& p) const {
   return r;
 }
 
+std::string Instance::parts_refused(const Problem& p) const {
+  const bool backward = describe(p.op).backward;
+  if (cluster_launch_max() < 2) return " (the device has no thread-block clusters to hold it in parts)";
+  if (columns(p))
+    return backward ? " (a backward's column is not held in parts)"
+           : p.spatial_size() * spec_.vector < kOnchipPartsFromElements
+               ? " (columns below " + std::to_string(kOnchipPartsFromElements) + " elements are not held in parts)"
+               : " in each of a cluster's " + std::to_string(onchip_parts_most(false)) + " parts";
+  if (p.group_elements() < kOnchipPartsFromElements)
+    return " (groups below " + std::to_string(kOnchipPartsFromElements) + " elements are not held in parts)";
+  if (backward && p.channels_per_group() > kOnchipPartsBwdChannels)
+    return " (a backward's groups of more than " + std::to_string(kOnchipPartsBwdChannels) +
+           " channels are not held in parts)";
+  return " in each of a cluster's " + std::to_string(onchip_parts_most(backward)) + " parts";
+}
+
 std::int64_t Instance::onchip_rounds(const Problem& p, const OnchipParts& parts) const {
   if (parts.parts < 2 || !clusters_) return 0;
   const int at_once = clusters_at_once(p, parts.parts);
-  return at_once > 0 ? ceil_div(p.num_groups(), at_once) : 0;
+  // a cluster a group, or a column of groups
+  const std::int64_t units = columns(p) ? onchip_cl_workgroups(p.num_groups(), p.channels_per_group(), spec_.vector)
+                                        : p.num_groups();
+  return at_once > 0 ? ceil_div(units, at_once) : 0;
 }
 
 int Instance::slices(const Problem& p) const {
@@ -286,9 +318,10 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
     if (p.c % v != 0) return no("C " + std::to_string(p.c) + " is not a multiple of the vector " + std::to_string(v));
     if (std::string m = misaligned(p, t, v); !m.empty()) return no(std::move(m));
     const std::int64_t held = std::int64_t(spec_.block) * spec_.per_thread;
-    if (p.spatial_size() > held)
+    // (parts 1 where the op has no parts, the backward: the column must fit one workgroup)
+    if (p.spatial_size() > held * std::max(1, onchip_parts(p).parts))
       return no("the " + std::to_string(p.spatial_size()) + " positions exceed the " + std::to_string(held) +
-                " rows a workgroup of " + std::to_string(spec_.block) + " holds in a column");
+                " rows a workgroup of " + std::to_string(spec_.block) + " holds in a column" + parts_refused(p));
     return true;
   } else if (v > 1) {
     if (group_run(p) % v != 0)
@@ -300,21 +333,9 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
     if (std::string m = misaligned(p, t, v); !m.empty()) return no(std::move(m));
   }
   const OnchipParts parts = onchip_parts(p);
-  // why a group past one workgroup is not held in parts (parts 0)
-  const auto in_parts = [&] {
-    return parts.parts != 0 ? std::string()
-           : cluster_launch_max() < 2
-               ? std::string(" (the device has no thread-block clusters to hold it in parts)")
-           : p.group_elements() < kOnchipPartsFromElements
-               ? " (groups below " + std::to_string(kOnchipPartsFromElements) + " elements are not held in parts)"
-           : describe(p.op).backward && p.channels_per_group() > kOnchipPartsBwdChannels
-               ? " (a backward's groups of more than " + std::to_string(kOnchipPartsBwdChannels) +
-                     " channels are not held in parts)"
-               : " in each of a cluster's " + std::to_string(onchip_parts_most(describe(p.op).backward)) + " parts";
-  };
   if (family.holds_group && (parts.parts == 0 || (parts.parts == 1 && p.group_elements() > spec_.chunk_elements())))
     return no("the group's " + std::to_string(p.group_elements()) + " elements exceed the " +
-              std::to_string(spec_.chunk_elements()) + " held on chip" + in_parts());
+              std::to_string(spec_.chunk_elements()) + " held on chip" + (parts.parts == 0 ? parts_refused(p) : ""));
   if (family.rows_channels_last && p.layout == Layout::channels_last) {
     const std::int64_t columns = p.channels_per_group() / v;
     const std::int64_t held = onchip_cl_rows(spec_.block, spec_.per_thread, columns);

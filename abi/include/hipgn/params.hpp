@@ -84,6 +84,11 @@ HIPGN_HD constexpr std::int64_t onchip_cl_workgroups(std::int64_t num_groups, st
                                                     int vector) {
   return onchip_cl_columns(channels_per_group, vector) ? num_groups * channels_per_group / vector : num_groups;
 }
+// The onchip family's kernels in parts (families/onchip.hpp), one occupancy question each
+// (Instance::clusters_at_once): a group's rows or aligned vectors (fwd_onchip_parts_kernel,
+// bwd_onchip_parts_kernel), a peeled channels-first group's (the forward's kPeeled
+// instantiation), a column of groups narrower than the vector (fwd_onchip_columns_parts_kernel).
+enum class PartsKernel : int { held, peeled, columns };
 
 // The channels-first split backward's first pass (families/split.hpp: bwd_split_rows_kernel and
 // bwd_split_sums_kernel), which sums each channel row of a group. Short rows (spatial / vector

@@ -60,10 +60,10 @@ struct InstanceSpec {
 extern const char* const kInstanceNameGrammar;
 
 using LaunchFn = hipError_t (*)(const Params&, hipStream_t);
-// How many groups in clusters of `parts` workgroups the device runs at once with the instance's
-// kernel in parts (`peeled`: the one for peeled channels-first groups; kernels/include/hipgn/
-// kernels/launch.hpp: Launcher::clusters_at_once); 0 where it has none, or no device runs one.
-using ClustersFn = int (*)(int parts, bool peeled);
+// How many clusters of `parts` workgroups the device runs at once with the instance's kernel in
+// parts of that kind (params.hpp: PartsKernel; kernels/include/hipgn/kernels/launch.hpp:
+// Launcher::clusters_at_once); 0 where it has none, or no device runs one.
+using ClustersFn = int (*)(int parts, PartsKernel kind);
 
 // The onchip family holds a group in parts (Instance::onchip_parts) from groups of this many
 // elements, either layout, either direction (the backward's measured in bench/NOTES.md, "The
@@ -139,7 +139,9 @@ class Instance {
   // body), a thread-block cluster of `parts` workgroups a group, part_rows units each, if the
   // device has clusters (hipgn/clusters.hpp), the group is large enough
   // (kOnchipPartsFromElements) and, backward, channels-last, of at most kOnchipPartsBwdChannels
-  // channels, in an op that writes dx;
+  // channels, in an op that writes dx. The forward's channels-last groups narrower than the
+  // vector the same by columns (fwd_onchip_columns_parts_kernel): a cluster a column of V
+  // channels, part_rows rows each, the column's V x HW elements against the threshold.
   // parts 1 is a workgroup a group (every other instance); parts 0, the group does not fit.
   // Support, launch and the heuristics follow it.
   struct OnchipParts {
@@ -155,8 +157,13 @@ class Instance {
 
  private:
   // clusters_ (set) for this problem's kernel in clusters of `parts` (a peeled channels-first
-  // forward has a kernel of its own)
+  // forward and a channels-last one of columns have kernels of their own)
   int clusters_at_once(const Problem&, int parts) const;
+  // Whether the channels-last onchip kernels take this problem by columns (params.hpp:
+  // onchip_cl_columns).
+  bool columns(const Problem&) const;
+  // Why onchip_parts found no parts for a problem it does not hold whole (a support message's end).
+  std::string parts_refused(const Problem&) const;
   int slices(const Problem&) const;
   // The channels-first split backward's first-pass units (params.hpp: split_bwd_cf_rows); the
   // default (a workgroup a channel row) for every other instance.

@@ -17,17 +17,16 @@ namespace hipgn::kernels {
 template <typename L, typename Traits, typename = void>
 struct AnswersClusters : std::false_type {};
 template <typename L, typename Traits>
-struct AnswersClusters<L, Traits, std::void_t<decltype(L::template clusters_at_once<Traits>(2, false))>> : std::true_type {};
+struct AnswersClusters<L, Traits, std::void_t<decltype(L::template clusters_at_once<Traits>(2, PartsKernel::held))>> : std::true_type {};
 
 template <typename Traits, Family F>
 struct Launcher {
   static hipError_t launch(const Params& p, hipStream_t stream) { return FamilyLauncher<F>::template launch<Traits>(p, stream); }
-  // How many clusters of `parts` workgroups of the instance's kernel in parts (`peeled`: its
-  // peeled groups') the device runs at once (Instance::onchip_rounds); 0 for a family
-  // without one.
-  static int clusters_at_once(int parts, bool peeled) {
+  // How many clusters of `parts` workgroups of the instance's kernel in parts (of that `kind`)
+  // the device runs at once (Instance::onchip_rounds); 0 for a family without one.
+  static int clusters_at_once(int parts, PartsKernel kind) {
     if constexpr (AnswersClusters<FamilyLauncher<F>, Traits>::value)
-      return FamilyLauncher<F>::template clusters_at_once<Traits>(parts, peeled);
+      return FamilyLauncher<F>::template clusters_at_once<Traits>(parts, kind);
     else
       return 0;
   }

@@ -62,6 +62,47 @@ __device__ __forceinline__ float exchange_parts(const Params& p, int part, float
 #endif
 }
 
+// The same for a channels-last column of V channels (fwd_onchip_columns with kParts), V / (C/G)
+// groups: each part pushes every group's (mean, M2) of its rows to every part (ClusterPairs),
+// and every wavefront merges them in a fixed order (merge_groups). Takes this part's per-channel
+// mean and M2 (each channel its group's) in `mean` and `m2`; leaves the group's mean in `mean`
+// and rstd in `rstd`, per channel.
+#if defined(HIPGN_CLUSTERS)
+template <int V>
+__device__ __forceinline__ ClusterPairs column_parts_pairs(const Params& p, int shift) {
+  __shared__ float2 slot[kClusterSlicesMax * V];  // one item: [rank][group of the column]
+  __shared__ std::uint64_t bar[2];
+  return ClusterPairs{slot, bar, int(p.slices), V >> shift};
+}
+#endif
+template <int V>
+__device__ __forceinline__ void exchange_column_parts(const Params& p, int part, int shift, float (&mean)[V],
+                                                      const float (&m2)[V], float (&rstd)[V]) {
+#if defined(HIPGN_CLUSTERS)
+  const ClusterPairs x = column_parts_pairs<V>(p, shift);
+  cluster_wait();  // every part's barrier is initialized (fwd_onchip_columns_parts_kernel)
+  // thread r sends every group's pair to part r: each group's values are its first channel's,
+  // a constant index (a group picked by thread took the arrays to local memory: 64 bytes of stack)
+  const int r = threadIdx.x, cg = int(p.channels_per_group);
+  if (r == 0) x.expect(0);
+  if (r < x.slices) {
+#pragma unroll
+    for (int i = 0; i < V; ++i)
+      if ((i & (cg - 1)) == 0) x.send(0, part, r, i >> shift, make_float2(mean[i], m2[i]));
+  }
+  const int each = int(p.part_rows), rows = int(p.spatial_size);
+  const Stats s = x.merge_groups(0, [&](int r) { return float(max(0, min(each, rows - r * each)) * cg); });
+  const float inv_count = 1.f / float(p.group_elements);
+#pragma unroll
+  for (int i = 0; i < V; ++i) {
+    mean[i] = __shfl(s.mean, i >> shift, kWarpSize);
+    rstd[i] = rsqrtf(__shfl(s.m2, i >> shift, kWarpSize) * inv_count + p.eps);
+  }
+#else
+  (void)p, (void)part, (void)shift, (void)mean, (void)m2, (void)rstd;  // never launched without clusters
+#endif
+}
+
 // Family onchip, channels-first span mode (Params::span: a spatial size the vector does not
 // divide, or x and y off a 16-byte boundary): the group's contiguous run peeled, its body
 // vectors held kPerThread a thread and its head and tail an element a thread. A body vector may
@@ -277,17 +318,27 @@ __device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView
 // workgroup a group read C/G elements a row (instance_norm_32x64, C/G = 1: the looped family's
 // 2-byte loads, 9.8 us against torch.compile's 7; bench/NOTES.md). A thread walks the rows B
 // apart, up to kPerThread of them, and keeps the column's V per-channel sums; the workgroup
-// adds the V sums at once (block_sum_array), and each channel takes its group's total from the
-// C/G channels around it (C/G a power of two: shifts). Two exact passes, as fwd_onchip_rows.
-template <typename Traits>
-__device__ __forceinline__ void fwd_onchip_columns(const Params& p, std::int64_t unit) {
+// adds the V sums at once (block_sum_transposed), and each channel takes its group's total from
+// the C/G channels around it (C/G a power of two: group_sums). Two exact passes, as
+// fwd_onchip_rows.
+//
+// With kParts (fwd_onchip_columns_parts_kernel), the workgroup is part `part` of a thread-block
+// cluster that holds the column: its rows part * part_rows on, up to part_rows of them, with
+// per-group statistics of its own rows that the parts exchange (exchange_column_parts), so that
+// a column past one workgroup's rows, or a few columns (instance_norm_32x64: 16 of 1024 rows),
+// spread over more compute units with 16-byte accesses.
+template <typename Traits, bool kParts = false>
+__device__ __forceinline__ void fwd_onchip_columns(const Params& p, std::int64_t unit, int part = 0) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
   using X = typename Traits::XType;
-  const int rows = int(p.spatial_size), t = threadIdx.x;
+  const int begin = kParts ? part * int(p.part_rows) : 0;  // the part's first row
+  const int rows = kParts ? min(int(p.part_rows), int(p.spatial_size) - begin) : int(p.spatial_size);
+  const int t = threadIdx.x;
   const int shift = __ffs(int(p.channels_per_group)) - 1;  // log2(C/G)
-  const std::int64_t columns = p.channels / V, n = unit / columns;  // once a workgroup
-  const std::int64_t channel0 = (unit - n * columns) * V;
-  const std::int64_t first = n * p.sample_stride + channel0 + std::int64_t(t) * p.row_stride;
+  // the column's sample and first channel: 32-bit (a grid's workgroups; C / V columns a sample)
+  const int columns = int(p.channels / V), n = int(unit) / columns;
+  const std::int64_t channel0 = std::int64_t(int(unit) - n * columns) * V;
+  const std::int64_t first = n * p.sample_stride + channel0 + std::int64_t(begin + t) * p.row_stride;
   const std::int64_t step = std::int64_t(B) * p.row_stride;
   const X* x = static_cast<const X*>(p.x) + first;
   float v[E][V], s[V] = {};
@@ -301,21 +352,13 @@ __device__ __forceinline__ void fwd_onchip_columns(const Params& p, std::int64_t
   }
   float gamma[V], beta[V];
   vector_affine<Traits>(p, channel0, gamma, beta);
-  // channel i's group total: the sums of the channels j with j >> shift == i >> shift
+  // channel i's group total: the workgroup's per-channel sums, then over the group's channels
   const auto group_totals = [&](float(&a)[V]) {
-    block_sum_array<B, V>(a);
-    float g[V];
-#pragma unroll
-    for (int i = 0; i < V; ++i) {
-      g[i] = 0.f;
-#pragma unroll
-      for (int j = 0; j < V; ++j)
-        if ((j >> shift) == (i >> shift)) g[i] += a[j];
-    }
-#pragma unroll
-    for (int i = 0; i < V; ++i) a[i] = g[i];
+    block_sum_transposed<B, V>(a);
+    group_sums(a, int(p.channels_per_group));
   };
-  const float inv_count = 1.f / float(p.group_elements);
+  // the part's rows of each group (kParts), else the group's
+  const float inv_count = 1.f / float(kParts ? rows * int(p.channels_per_group) : p.group_elements);
   group_totals(s);
   float mean[V], q[V] = {};
 #pragma unroll
@@ -329,12 +372,15 @@ __device__ __forceinline__ void fwd_onchip_columns(const Params& p, std::int64_t
   }
   group_totals(q);
   float scale[V], rstd[V];
+  if constexpr (kParts) {
+    exchange_column_parts<V>(p, part, shift, mean, q, rstd);
+  } else {
 #pragma unroll
-  for (int i = 0; i < V; ++i) {
-    rstd[i] = rsqrtf(q[i] * inv_count + p.eps);
-    scale[i] = gamma[i] * rstd[i];
+    for (int i = 0; i < V; ++i) rstd[i] = rsqrtf(q[i] * inv_count + p.eps);
   }
-  if (t == 0) {
+#pragma unroll
+  for (int i = 0; i < V; ++i) scale[i] = gamma[i] * rstd[i];
+  if (t == 0 && part == 0) {
     const std::int64_t group0 = n * p.groups_per_sample + (channel0 >> shift);
 #pragma unroll
     for (int i = 0; i < V; ++i)
@@ -496,6 +542,20 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_span_kernel(Par
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_columns_kernel(Params p) {
   fwd_onchip_columns<Traits>(p, blockIdx.x);
+}
+
+// Family onchip, channels-last groups narrower than the vector, a column in parts: a
+// thread-block cluster a column (Params::slices workgroups, part_rows rows each; sm_90), as
+// fwd_onchip_parts_kernel holds a group.
+template <typename Traits>
+__global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_columns_parts_kernel(Params p) {
+#if defined(HIPGN_CLUSTERS)
+  if (threadIdx.x == 0) column_parts_pairs<Traits::kVectorSize>(p, 0).init();  // (the barriers alone)
+  cluster_arrive_relaxed();  // waited for before the first push, after the loads are issued
+  fwd_onchip_columns<Traits, true>(p, cluster_index(), int(cluster_rank()));
+  // no workgroup leaves while its pushes to peers may be in flight
+  cluster_barrier_relaxed();
+#endif
 }
 
 // Whether the channels-last onchip backward keeps the fp32 terms of x and dy (2 E V registers)
@@ -757,7 +817,7 @@ __device__ __forceinline__ void bwd_onchip_columns(const Params& p, std::int64_t
       }
     }
   }
-  block_sum_array<B>(c);
+  block_sum_array<B>(c);  // (block_sum_transposed spilled 16 bytes in the fp32 dgb 512 x 4 x 4)
   GroupArrival arrival;
   if (wants_channel_sums<Traits>(p)) {
     if (t == 0) {
@@ -768,18 +828,18 @@ __device__ __forceinline__ void bwd_onchip_columns(const Params& p, std::int64_t
   }
   if constexpr (kWritesDx<Traits>) {
     // dx = slope dy' + dslope (x - mean) + dconst (bwd_onchip_rows), A and B a group's: the sums
-    // of gamma-weighted channel sums over the channels j with j >> shift == i >> shift
+    // of gamma-weighted channel sums over the group's channels (group_sums)
     const float inv_m = 1.f / float(p.group_elements);
-    float dconst[V], dslope[V];
+    float a[V], b[V], dconst[V], dslope[V];
+#pragma unroll
+    for (int i = 0; i < V; ++i) a[i] = gamma[i] * c[i], b[i] = gamma[i] * c[V + i];
+    group_sums(a, int(p.channels_per_group));
+    group_sums(b, int(p.channels_per_group));
 #pragma unroll
     for (int i = 0; i < V; ++i) {
-      float a = 0.f, b = 0.f;
-#pragma unroll
-      for (int j = 0; j < V; ++j)
-        if ((j >> shift) == (i >> shift)) a += gamma[j] * c[j], b += gamma[j] * c[V + j];
       const float rstd = k[i].rstd;
-      dconst[i] = -rstd * a * inv_m;
-      dslope[i] = -rstd * rstd * rstd * b * inv_m;
+      dconst[i] = -rstd * a[i] * inv_m;
+      dslope[i] = -rstd * rstd * rstd * b[i] * inv_m;
     }
     store_held_dx<Traits, kHoldTerms>(p, first, step, mine, bx, bdy, held_d, held_g, k, dslope, dconst);
   }
@@ -1071,14 +1131,18 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_columns_kernel(
 
 template <>
 struct FamilyLauncher<Family::onchip> {
-  // How many groups in clusters of `parts` workgroups (fwd_onchip_parts_kernel, its kPeeled one
-  // with `peeled`, bwd_onchip_parts_kernel) the device runs at once; 0 where the op has no kernel
-  // in parts or the device runs none.
+  // How many clusters of `parts` workgroups of the kernel in parts of that kind (params.hpp:
+  // PartsKernel) the device runs at once; 0 where the op has no such kernel or the device runs
+  // none.
   template <typename Traits>
-  static int clusters_at_once(int parts, bool peeled) {
-    (void)peeled;
+  static int clusters_at_once(int parts, PartsKernel kind) {
+    (void)kind;
     if constexpr (Traits::kOp == Op::fwd && kOnchipSpans<Traits>)
-      if (peeled) return active_clusters(&fwd_onchip_parts_kernel<Traits, true>, Traits::kBlockSize, 0, parts);
+      if (kind == PartsKernel::peeled)
+        return active_clusters(&fwd_onchip_parts_kernel<Traits, true>, Traits::kBlockSize, 0, parts);
+    if constexpr (Traits::kOp == Op::fwd && Traits::kLayout == Layout::channels_last && Traits::kVectorSize > 1)
+      if (kind == PartsKernel::columns)
+        return active_clusters(&fwd_onchip_columns_parts_kernel<Traits>, Traits::kBlockSize, 0, parts);
     if constexpr (Traits::kOp == Op::fwd)
       return active_clusters(&fwd_onchip_parts_kernel<Traits>, Traits::kBlockSize, 0, parts);
     else if constexpr (Traits::kLayout == Layout::channels_last && kWritesDx<Traits>)
@@ -1094,6 +1158,12 @@ struct FamilyLauncher<Family::onchip> {
       if (onchip_cl_columns(p.channels_per_group, Traits::kVectorSize)) {
         const dim3 grid(unsigned(onchip_cl_workgroups(p.num_groups, p.channels_per_group, Traits::kVectorSize)));
         if constexpr (kForward) {
+          if (p.slices > 1) {  // the runtime asks for parts only where the device has clusters
+            hipError_t e = hipErrorInvalidValue;
+            launch_clusters(&fwd_onchip_columns_parts_kernel<Traits>, p, Traits::kBlockSize, 0, int(p.slices),
+                            std::int64_t(grid.x), stream, &e, false);
+            return e;
+          }
           fwd_onchip_columns_kernel<Traits><<<grid, dim3(Traits::kBlockSize), 0, stream>>>(p);
           return hipGetLastError();
         } else {

@@ -162,16 +162,47 @@ struct ClusterPairs {
   // M2 of group g of the chunk) complete; the caller's next workgroup barrier is what lets
   // `mine` be overwritten.
   __device__ __forceinline__ void push(int k, int rank, const float* mine) const {
-    if (threadIdx.x == 0) dsmem::expect(&bar[k & 1], std::uint32_t(slices * width * sizeof(float2)));
+    if (threadIdx.x == 0) expect(k);
     for (int i = int(threadIdx.x); i < slices * width; i += int(blockDim.x)) {
       const int r = i / width, g = i - r * width;
-      dsmem::pair(slot + ((k & 1) * slices + rank) * width + g, r, &bar[k & 1], make_float2(mine[2 * g], mine[2 * g + 1]));
+      send(k, rank, r, g, make_float2(mine[2 * g], mine[2 * g + 1]));
     }
+  }
+  // push's two halves, for a caller that holds the pairs in registers: one thread's expect (this
+  // workgroup's barrier of item k completes once every rank's `width` pairs have landed), and
+  // each pair's send (this rank's pair of group g, to workgroup `peer`).
+  __device__ __forceinline__ void expect(int k) const {
+    dsmem::expect(&bar[k & 1], std::uint32_t(slices * width * sizeof(float2)));
+  }
+  __device__ __forceinline__ void send(int k, int rank, int peer, int g, float2 v) const {
+    dsmem::pair(slot + ((k & 1) * slices + rank) * width + g, peer, &bar[k & 1], v);
   }
   // Waits for item k's pairs; then pairs(k)[rank * width + g] is rank's pair of group g.
   __device__ __forceinline__ const float2* wait(int k) const {
     bulk::wait(&bar[k & 1], std::uint32_t((k >> 1) & 1));
     return slot + (k & 1) * slices * width;
+  }
+  // Every thread (width a power of two, at most the wavefront's): waits for item k's pairs and
+  // merges each group's over the ranks, rank r's pair counting count(r) values. Lane l takes
+  // group l % width and, in turn, ranks l / width, l / width + L, ... (L = kWarpSize / width
+  // lanes a group); a shuffle tree over the group's L lanes follows (lanes without a rank hold
+  // empty sets, whose merges are exact). Lane g then holds group g's merge, the same bits in
+  // every wavefront of every workgroup; other lanes hold other orders (read lane g's).
+  template <typename Count>
+  __device__ __forceinline__ Stats merge_groups(int k, Count count) const {
+    const float2* pairs = wait(k);
+    const int log2_width = __ffs(width) - 1;  // shifts, not divisions by the run-time width
+    const int lane = threadIdx.x % kWarpSize, g = lane & (width - 1);
+    Stats s{0.f, 0.f, 0.f};
+#pragma unroll 1
+    for (int r = lane >> log2_width; r < slices; r += kWarpSize >> log2_width) {
+      const float2 w = pairs[r * width + g];
+      s = merge(s, Stats{count(r), w.x, w.y});
+    }
+    for (int o = kWarpSize / 2; o >= width; o >>= 1)
+      s = merge(s, Stats{__shfl_xor(s.n, o, kWarpSize), __shfl_xor(s.mean, o, kWarpSize),
+                         __shfl_xor(s.m2, o, kWarpSize)});
+    return s;
   }
 };
 #endif

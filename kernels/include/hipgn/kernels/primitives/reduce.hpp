@@ -61,6 +61,63 @@ __device__ __forceinline__ void block_sum_array(float (&v)[K]) {
   }
 }
 
+// K sums over the workgroup at once, each to every thread, where K is a power of two up to the
+// wavefront's width: a transposing butterfly. At each of the first log2 K shuffle steps a lane
+// keeps half of the values it holds (the upper half where its lane bit of that step is set) and
+// adds its partner's of that half, so that lane l ends with channel l / (kWarpSize / K)'s sum over
+// K lanes, and the remaining steps add those over the wavefront: K - 1 + log2(kWarpSize / K)
+// shuffles where block_sum_array makes K log2(kWarpSize) (9 against 40 for 8 sums). Every lane
+// of a channel gets the same bits (each step adds a pair in both orders); the wavefronts'
+// partials are added as block_sum_array adds them. kBlock as block_sum_array's; safe to call
+// repeatedly the same way. Written for the channels-last onchip forward's columns, whose two
+// reductions of V sums each are on the chain of a kernel bound by its instructions (with
+// group_sums: 1,214 -> 1,031 executed a wavefront; bench/NOTES.md, "Columns in parts").
+template <int kBlock, int K>
+__device__ __forceinline__ void block_sum_transposed(float (&v)[K]) {
+  constexpr int kWarps = kBlock / kWarpSize, kLanes = kWarpSize / K;  // lanes a channel, in the end
+  static_assert(K > 0 && (K & (K - 1)) == 0 && K <= kWarpSize, "a power of two, at most the wavefront");
+  static_assert(kBlock % kWarpSize == 0, "block must be whole wavefronts");
+  __shared__ float partial[K][kWarps];
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int warps = int(blockDim.x) / kWarpSize;
+#pragma unroll
+  for (int m = K; m > 1; m >>= 1) {  // m values live in v[0, m)
+    const int o = kLanes * m / 2;
+    const bool upper = (lane & o) != 0;
+#pragma unroll
+    for (int j = 0; j < m / 2; ++j) {
+      const float send = upper ? v[j] : v[j + m / 2], keep = upper ? v[j + m / 2] : v[j];
+      v[j] = keep + __shfl_xor(send, o, kWarpSize);
+    }
+  }
+#pragma unroll
+  for (int o = kLanes / 2; o > 0; o >>= 1) v[0] += __shfl_xor(v[0], o, kWarpSize);
+  __syncthreads();
+  if (lane % kLanes == 0) partial[lane / kLanes][warp] = v[0];
+  __syncthreads();
+  const int w = lane % kWarps;  // the wavefronts' partials as block_sum_array adds them
+#pragma unroll
+  for (int k = 0; k < K; ++k) v[k] = warp_sum<kWarps>(w < warps ? partial[k][w] : 0.f);
+}
+
+// Each of V per-channel values replaced by its group's total, the groups runs of cg channels (a
+// power of two dividing V): a butterfly over the channel index's low log2(cg) bits, every
+// channel of a group the same bits (each step adds a pair in both orders). log2(cg) x V adds,
+// where comparing every pair of channels took V x V selects and adds.
+template <int V>
+__device__ __forceinline__ void group_sums(float (&a)[V], int cg) {
+#pragma unroll
+  for (int w = 1; w < V; w <<= 1) {
+    if (w < cg) {
+      float t[V];
+#pragma unroll
+      for (int i = 0; i < V; ++i) t[i] = a[i] + a[i ^ w];
+#pragma unroll
+      for (int i = 0; i < V; ++i) a[i] = t[i];
+    }
+  }
+}
+
 // One sum over the workgroup, to every thread (block_sum_array's).
 template <int kBlock>
 __device__ __forceinline__ float block_sum(float v) {
