@@ -199,13 +199,12 @@ Instance::OnchipParts Instance::onchip_parts(const Problem& p) const {
   // its body (fwd_onchip_aligned; where the spatial size or the tensors' alignment peels the
   // group, fwd_onchip_span, whose body has at most the group's whole vectors, the first part
   // taking the head and the tail beside them)
-  std::int64_t rows = 0, held = 0, elements = p.group_elements();
+  std::int64_t rows = 0, held = 0;
   if (columns(p)) {
     // a column of V channels (fwd_onchip_columns): its rows, block * per_thread a workgroup
     if (backward) return r;
     rows = p.spatial_size();
     held = std::int64_t(spec_.block) * spec_.per_thread;
-    elements = rows * spec_.vector;
   } else if (p.layout == Layout::channels_last) {
     if (p.channels_per_group() % spec_.vector != 0) return r;
     rows = p.spatial_size();
@@ -219,7 +218,7 @@ Instance::OnchipParts Instance::onchip_parts(const Problem& p) const {
   if (need == 1) return r;
   // as few parts as hold the group, only for groups (columns) of kOnchipPartsFromElements or
   // more, and no more than a cluster has (onchip_parts_most)
-  if (elements < kOnchipPartsFromElements || need > onchip_parts_most(backward) ||
+  if (parts_elements(p) < kOnchipPartsFromElements || need > onchip_parts_most(backward) ||
       (backward && p.channels_per_group() > kOnchipPartsBwdChannels)) {
     r.parts = 0;
     return r;
@@ -234,16 +233,17 @@ Instance::OnchipParts Instance::onchip_parts(const Problem& p) const {
   return r;
 }
 
+std::int64_t Instance::parts_elements(const Problem& p) const {
+  return columns(p) ? p.spatial_size() * spec_.vector : p.group_elements();
+}
+
 std::string Instance::parts_refused(const Problem& p) const {
   const bool backward = describe(p.op).backward;
   if (cluster_launch_max() < 2) return " (the device has no thread-block clusters to hold it in parts)";
-  if (columns(p))
-    return backward ? " (a backward's column is not held in parts)"
-           : p.spatial_size() * spec_.vector < kOnchipPartsFromElements
-               ? " (columns below " + std::to_string(kOnchipPartsFromElements) + " elements are not held in parts)"
-               : " in each of a cluster's " + std::to_string(onchip_parts_most(false)) + " parts";
-  if (p.group_elements() < kOnchipPartsFromElements)
-    return " (groups below " + std::to_string(kOnchipPartsFromElements) + " elements are not held in parts)";
+  if (backward && columns(p)) return " (a backward's column is not held in parts)";
+  if (parts_elements(p) < kOnchipPartsFromElements)
+    return std::string(columns(p) ? " (columns" : " (groups") + " below " + std::to_string(kOnchipPartsFromElements) +
+           " elements are not held in parts)";
   if (backward && p.channels_per_group() > kOnchipPartsBwdChannels)
     return " (a backward's groups of more than " + std::to_string(kOnchipPartsBwdChannels) +
            " channels are not held in parts)";

@@ -162,6 +162,9 @@ class Instance {
   // Whether the channels-last onchip kernels take this problem by columns (params.hpp:
   // onchip_cl_columns).
   bool columns(const Problem&) const;
+  // What kOnchipPartsFromElements counts: a column's V x HW elements where the problem is taken
+  // by columns, else the group's.
+  std::int64_t parts_elements(const Problem&) const;
   // Why onchip_parts found no parts for a problem it does not hold whole (a support message's end).
   std::string parts_refused(const Problem&) const;
   int slices(const Problem&) const;
