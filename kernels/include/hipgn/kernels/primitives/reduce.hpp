@@ -118,12 +118,41 @@ __device__ __forceinline__ void group_sums(float (&a)[V], int cg) {
   }
 }
 
-// One sum over the workgroup, to every thread (block_sum_array's).
+// One sum over the workgroup, to every thread. In workgroups of up to 128 threads, sixteen
+// partials, each over kBlock / 16 lanes, meet in shared memory and every thread adds all sixteen
+// (four 16-byte reads, a fixed tree): log2(kBlock / 16) shuffles on the chain where
+// block_sum_array makes log2 of the wavefront's width and again of the wavefronts' count (128
+// threads: 3 dependent shuffle steps, not 5 + 2). The 128-thread onchip forwards are the small
+// problems', one workgroup a compute unit and their time one chain from x's load to y's store:
+// 0.96-0.98x (tiny, hw1_512, det_7x11x256, instance_norm_32x64; H200 A/B). Larger workgroups keep
+// block_sum_array: there the extra reads and adds (~14 instructions a wavefront a sum) cost more
+// than the shuffles save, 256 x 8 x 2 0.98-1.02x and 256 / 512 threads of 4-8 slots 1.06-1.25x
+// (bench/NOTES.md, "Sixteen partials"). Every thread adds the same values in the same order: the
+// same bits everywhere. Partials of wavefronts the launch lacks (blockDim below kBlock) are zeros.
 template <int kBlock>
 __device__ __forceinline__ float block_sum(float v) {
-  float one[1] = {v};
-  block_sum_array<kBlock>(one);
-  return one[0];
+  constexpr int kParts = 16, kLanes = kBlock / kParts;  // partials; lanes a partial
+  if constexpr (kBlock > 128 || kLanes < 1) {
+    float one[1] = {v};
+    block_sum_array<kBlock>(one);
+    return one[0];
+  } else {
+    __shared__ float4 partial[kParts / 4];
+    float* slot = reinterpret_cast<float*>(partial);
+    v = warp_sum<kLanes>(v);
+    const int t = threadIdx.x, present = int(blockDim.x) / kLanes;
+    __syncthreads();  // a previous call's reads are done
+    if (t % kLanes == 0) slot[t / kLanes] = v;
+    if (t >= present && t < kParts) slot[t] = 0.f;
+    __syncthreads();
+    float4 a = partial[0];
+#pragma unroll
+    for (int i = 1; i < kParts / 4; ++i) {
+      const float4 b = partial[i];
+      a.x += b.x, a.y += b.y, a.z += b.z, a.w += b.w;
+    }
+    return (a.x + a.y) + (a.z + a.w);
+  }
 }
 
 // The sum of N values held in registers by halves (N a power of two): log2 N dependent adds,
