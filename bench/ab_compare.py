@@ -35,9 +35,10 @@ def main():
         ia, ib = dict(ra.get("instances", [])), dict(rb.get("instances", []))
         for name in sorted(ia.keys() & ib.keys()):
             if f"_{args.family}_" in name:
-                fam.append(f"{name.split('_')[-3]}{name.split('_')[-1]} {ia[name]:.1f}/{ib[name]:.1f}")
-        print(f"{' '.join(key):44} {ra['copy']:6.1f} {ra['hipgn']:7.1f} {rb['hipgn']:7.1f} {ra['hipgn'] / rb['hipgn']:5.2f}  "
-              f"{ra.get('hipgn_best', math.nan):7.1f} {rb.get('hipgn_best', math.nan):7.1f}  "
+                fam.append(f"{name.split('_')[-3]}{name.split('_')[-1]} {ia[name]:.2f}/{ib[name]:.2f}")
+        # two decimals: the small problems' changes are hundredths of a microsecond (2.58 -> 2.52)
+        print(f"{' '.join(key):44} {ra['copy']:6.2f} {ra['hipgn']:7.2f} {rb['hipgn']:7.2f} {ra['hipgn'] / rb['hipgn']:5.3f}  "
+              f"{ra.get('hipgn_best', math.nan):7.2f} {rb.get('hipgn_best', math.nan):7.2f}  "
               f"{ra['hipgn_name'].split('_', 6)[-1]}; {', '.join(fam)}")
     for line in failed:
         print(f"not compared (a side did not run): {line}")
