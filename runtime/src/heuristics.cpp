@@ -581,11 +581,10 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
   // a group of kOnchipPartsFromElements or more, or of a channels-last column (groups narrower
   // than the instance's vector)
   const bool in_parts = x.family == Family::onchip && p.group_elements() >= kOnchipPartsFromElements;
-  const bool cl_columns = describe(x.family).columns_channels_last && p.layout == Layout::channels_last;
-  const auto column = [&](const InstanceSpec& s) { return cl_columns && onchip_cl_columns(p.channels_per_group(), s.vector); };
-  const Instance::OnchipParts pa = in_parts || column(x) ? a.onchip_parts(p) : Instance::OnchipParts{},
-                              pb = in_parts || column(y) ? b.onchip_parts(p) : Instance::OnchipParts{};
-  if (cl_columns) {
+  const bool ca = a.columns(p), cb = b.columns(p);
+  const Instance::OnchipParts pa = in_parts || ca ? a.onchip_parts(p) : Instance::OnchipParts{},
+                              pb = in_parts || cb ? b.onchip_parts(p) : Instance::OnchipParts{};
+  if (describe(x.family).columns_channels_last && p.layout == Layout::channels_last) {
     // groups narrower than the vector take a workgroup a column of V channels
     // (fwd_onchip_columns, bwd_onchip_columns): the most workgroups before the widest vector,
     // since these small tensors wait on latency, not bytes (H100, fp16 / bf16, L2-cold, bench.py --best:
@@ -596,11 +595,10 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     // 128 x 8 x 1 in 8 parts (128 workgroups) 4.36 / 4.31 us against 256 x 8 x 1 in 4 (64) 4.75 /
     // 4.68 and 256 x 2 x 8 whole (64) 5.00 / 4.96 (H200, fp16 / bf16, L2-cold, bench.py --best;
     // bench/NOTES.md, "Columns in parts")
-    const auto units = [&](const InstanceSpec& s, const Instance::OnchipParts& q) {
-      return onchip_cl_workgroups(p.num_groups(), p.channels_per_group(), s.vector) *
-             (column(s) ? std::max(1, q.parts) : 1);
+    const auto units = [&](const InstanceSpec& s, bool column, const Instance::OnchipParts& q) {
+      return onchip_cl_workgroups(p.num_groups(), p.channels_per_group(), s.vector) * (column ? std::max(1, q.parts) : 1);
     };
-    const std::int64_t ua = units(x, pa), ub = units(y, pb);
+    const std::int64_t ua = units(x, ca, pa), ub = units(y, cb, pb);
     if (ua != ub) return ua > ub;
     // columns (the same vector, equal units): the fewest threads, each with more rows
     // (instance_norm_32x64: 256 x 8 6.15 / 6.19 us, 512 x 16 6.6 / 6.6, 1024 x 16 7.7 / 7.8;
@@ -608,7 +606,7 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     // (instance_norm_32x64: 2-channel columns 256 x 8 7.7 / 7.5, 512 x 16 8.1 / 8.0, 512 x 32
     // 9.9 / 9.8; 8-channel 256 x 4 9.0 / 8.7, 512 x 4 9.0 / 9.2; tiny: rows of 4-byte vectors,
     // 8 workgroups, 3.6 / 3.6 against 8-channel columns, 4, 4.5 / 4.5)
-    if (column(x) && x.block != y.block) return x.block < y.block;
+    if (ca && x.block != y.block) return x.block < y.block;
   }
   if (x.family == Family::onchip && p.op == Op::fwd && p.layout == Layout::channels_last && size_of(p.x_dtype) == 2) {
     // the channels-last onchip forward of 16-bit values (fp32 unmeasured). Groups that may be

@@ -174,7 +174,7 @@ int onchip_parts_most(bool backward) {
 }  // namespace
 
 bool Instance::columns(const Problem& p) const {
-  return spec_.family == Family::onchip && p.layout == Layout::channels_last &&
+  return describe(spec_.family).columns_channels_last && p.layout == Layout::channels_last &&
          onchip_cl_columns(p.channels_per_group(), spec_.vector);
 }
 
@@ -309,8 +309,7 @@ bool Instance::supports(const Problem& p, const Tensors* t, std::string* why, in
     if (const std::int64_t held = spec_.chunk_elements(); backward && family.holds_group && p.group_elements() > held)
       return no("the group's " + std::to_string(p.group_elements()) + " elements exceed the " + std::to_string(held) +
                 " a peeled group holds on chip");
-  } else if (v > 1 && family.columns_channels_last && p.layout == Layout::channels_last &&
-             onchip_cl_columns(p.channels_per_group(), v)) {
+  } else if (columns(p)) {
     // a group narrower than the vector: a workgroup a column of V channels of a sample, its
     // rows block apart (families/onchip.hpp: fwd_onchip_columns, bwd_onchip_columns)
     if (v % p.channels_per_group() != 0)

@@ -154,14 +154,15 @@ class Instance {
   // instance's kernel it holds at once (its occupancy query, ClustersFn); 0 where the group is
   // not in parts or no device answers.
   std::int64_t onchip_rounds(const Problem&, const OnchipParts& parts) const;
+  // Whether this instance takes the problem by columns: a family that has them
+  // (FamilyDescriptor::columns_channels_last), channels-last groups narrower than its vector
+  // (params.hpp: onchip_cl_columns). Support, parts, launch and the heuristics ask it here.
+  bool columns(const Problem&) const;
 
  private:
   // clusters_ (set) for this problem's kernel in clusters of `parts` (a peeled channels-first
   // forward and a channels-last one of columns have kernels of their own)
   int clusters_at_once(const Problem&, int parts) const;
-  // Whether the channels-last onchip kernels take this problem by columns (params.hpp:
-  // onchip_cl_columns).
-  bool columns(const Problem&) const;
   // What kOnchipPartsFromElements counts: a column's V x HW elements where the problem is taken
   // by columns, else the group's.
   std::int64_t parts_elements(const Problem&) const;
