@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # On the GPU machine: where one instance's warps wait. Nsight Compute's warp-state sections and
-# its per-SASS-instruction stall sampling for each probe (PROBES: "instance:n:c:spatial:g:dtype:layout"),
-# the 25 instructions with the most samples printed. Needs a build in $BUILD. Logs under $OUT.
+# its per-SASS-instruction stall sampling for each probe (PROBES: "instance:n:c:spatial:g:dtype:layout";
+# the op is the instance name's), the 25 instructions with the most samples printed. Needs a build
+# in $BUILD. Logs under $OUT.
 set -uo pipefail
 OUT=${OUT:-/tmp/hipgn-out}
 BUILD=${BUILD:-build-gpu}
 P=$BUILD/profiler/hipgn_profiler
 for probe in ${PROBES}; do
   IFS=: read -r inst n c sp g dt lay <<< "$probe"
-  fam=$(echo "$inst" | cut -d_ -f7)
-  args=(--instance $inst -n $n -c $c -s $sp -g $g --dtype $dt --layout $lay --act swish --iters 2 --warmup 1)
+  op=$(echo "$inst" | cut -d_ -f2) fam=$(echo "$inst" | cut -d_ -f7)
+  args=(--op $op --instance $inst -n $n -c $c -s $sp -g $g --dtype $dt --layout $lay --act swish --iters 2 --warmup 1)
   ncu --section SpeedOfLight --section WarpStateStats --section LaunchStats --section Occupancy -k regex:$fam \
       --launch-skip 2 --launch-count 1 $P "${args[@]}" > "$OUT/ncu_$inst.txt" 2>&1
   echo "== $inst $n $c $sp $g $lay"
