@@ -393,8 +393,9 @@ TEST(Heuristics, SplitForwardTakesSmallSlicesOnlyForTinyTensors) {
   // 256 x 4, 8192-element slices (kSplitFwdSmallSliceElements; the next test has the 4096-element
   // slices)
   const char* small = "gn_fwd_f16_f16_cf_swish_split_b128_v8_e1";
-  if (!choose_named(Shape{2, 64, {32, 32}, 1}, Layout::channels_first, {small, "gn_fwd_f16_f16_cf_swish_split_b256_v8_e4"}))
-    GTEST_SKIP() << "the preset lacks the split 128 x 1 and 256 x 4 forwards";
+  if (!choose_named(Shape{2, 64, {32, 32}, 1}, Layout::channels_first,
+                    {small, "gn_fwd_f16_f16_cf_swish_split_b256_v8_e4", "gn_fwd_f16_f16_cl_swish_split_b128_v8_e1"}))
+    GTEST_SKIP() << "the preset lacks the split 128 x 1 and 256 x 4 forwards (both layouts)";
   EXPECT_EQ(choose(Shape{2, 64, {32, 32}, 1}, Layout::channels_first)->name(),
             wide_clusters() ? "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e2"
             : clusters()    ? "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4"
