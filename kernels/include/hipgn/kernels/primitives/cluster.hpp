@@ -199,9 +199,7 @@ struct ClusterPairs {
       const float2 w = pairs[r * width + g];
       s = merge(s, Stats{count(r), w.x, w.y});
     }
-    for (int o = kWarpSize / 2; o >= width; o >>= 1)
-      s = merge(s, Stats{__shfl_xor(s.n, o, kWarpSize), __shfl_xor(s.mean, o, kWarpSize),
-                         __shfl_xor(s.m2, o, kWarpSize)});
+    for (int o = kWarpSize / 2; o >= width; o >>= 1) s = merge(s, shfl_xor(s, o));
     return s;
   }
 };

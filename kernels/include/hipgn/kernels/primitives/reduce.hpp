@@ -210,16 +210,17 @@ __device__ __forceinline__ Stats merge(Stats a, Stats b) {
   return {n, a.mean + d * wb, a.m2 + b.m2 + d * d * a.n * wb};
 }
 
+// The statistics of the lane `o` lanes across (lane ^ o).
+__device__ __forceinline__ Stats shfl_xor(const Stats& s, int o) {
+  return {__shfl_xor(s.n, o, kWarpSize), __shfl_xor(s.mean, o, kWarpSize), __shfl_xor(s.m2, o, kWarpSize)};
+}
+
 // The merge over each kWidth-lane set of a wavefront (kWidth a power of two); lane 0 of a set
 // holds the set's merge in lane order (other lanes merge in other orders: broadcast lane 0's).
 template <int kWidth = kWarpSize>
 __device__ __forceinline__ Stats warp_merge(Stats s) {
 #pragma unroll
-  for (int o = kWidth / 2; o > 0; o >>= 1) {
-    const Stats other{__shfl_xor(s.n, o, kWarpSize), __shfl_xor(s.mean, o, kWarpSize),
-                      __shfl_xor(s.m2, o, kWarpSize)};
-    s = merge(s, other);
-  }
+  for (int o = kWidth / 2; o > 0; o >>= 1) s = merge(s, shfl_xor(s, o));
   return s;
 }
 
