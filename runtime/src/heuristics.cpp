@@ -418,6 +418,14 @@ RuleTables sm_90() {
       // split 104.4 against looped 114.7; no suite shape lies between. Onchip's peeled groups
       // held as loaded (bwd_onchip_run) still lose there: split 22.1 us against onchip 25.2
       // (H200, fp16; bf16 22.4 / 25.4; "The peeled onchip backward").
+      // ... but not groups that one workgroup holds, since the onchip backward adds its channel
+      // sums in teams of lanes (bench/NOTES.md, "Channel sums in teams"; H200, SiLU, L2-cold,
+      // every instance): r50_7x2048_n32 onchip 256 x 8 x 2 18.3 / 18.8 us against split 22.3 /
+      // 22.5 (fp16 / bf16), fp32 256 x 4 x 4 29.6 against 32.4 (the fused backward; dx and dgb
+      // follow, unmeasured, as every backward rule). Its supports() bounds the group.
+      Rule{Family::onchip, kAny, 0, "channels-first from 32 KB a compute unit, groups on chip: x and dy read once",
+           std::numeric_limits<std::int64_t>::max(), Rule::kChannelsFirst}
+          .bytes_per_cu(kSplitCfBwdBytesPerCu, kAny),
       Rule{Family::split, kAny, 0, "channels-first from 32 KB a compute unit: rows summed in teams or pieces",
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsFirst}
           .bytes_per_cu(kSplitCfBwdBytesPerCu, kAny),

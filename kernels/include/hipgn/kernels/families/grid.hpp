@@ -231,9 +231,50 @@ __device__ __forceinline__ void store_warp_channel_sums(const Params& p, std::in
   if (lane == 0) store_channel_sums(p, sample, c, s1, s2);
 }
 
+// The group's channel sums from slots staged in shared memory, stored: channel c (c < channels)
+// has slots [first(c), first(c + 1)) of s1 and s2. A wavefront a channel where the workgroup's
+// wavefronts take every channel at once; past that, teams of lanes a channel, the largest power
+// of two whose teams still take every channel at once (a lane a channel, in rounds, past B
+// channels), each adding its channel's slots in slot order and then within the team by
+// shuffles, the team's first lane storing: the same order, so the same bits, every run. A
+// wavefront a channel in rounds put five shuffles on the chain of every channel, one channel
+// after another: r50_7x2048_n32's 64 channels of ~7 slots, 8 rounds, half of the onchip
+// backward's stall samples (bench/NOTES.md, "Channel sums in teams").
+template <int B, typename First>
+__device__ __forceinline__ void store_slot_channel_sums(const Params& p, std::int64_t sample, std::int64_t channel0,
+                                                        int channels, First first, const float* s1, const float* s2) {
+  constexpr int kWarps = B / kWarpSize;
+  const int t = int(threadIdx.x);
+  if (channels <= kWarps) {
+    const int lane = t % kWarpSize, c = t / kWarpSize;
+    if (c < channels) {
+      float t1 = 0.f, t2 = 0.f;
+      for (int k = first(c) + lane, end = first(c + 1); k < end; k += kWarpSize) t1 += s1[k], t2 += s2[k];
+      store_warp_channel_sums(p, sample, channel0 + c, lane, t1, t2);
+    }
+    return;
+  }
+  int shift = 0;  // team = 1 << shift lanes, fewer than a wavefront's
+  while ((2 << shift) < kWarpSize && (B >> (shift + 1)) >= channels) ++shift;
+  const int team = 1 << shift, lane = t & (team - 1);
+  for (int round = 0; round < channels; round += B >> shift) {
+    const int c = round + (t >> shift);
+    float t1 = 0.f, t2 = 0.f;
+    if (c < channels)
+      for (int k = first(c) + lane, end = first(c + 1); k < end; k += team) t1 += s1[k], t2 += s2[k];
+#pragma unroll
+    for (int o = kWarpSize / 4; o > 0; o /= 2)
+      if (o < team) t1 += __shfl_xor(t1, o, kWarpSize), t2 += __shfl_xor(t2, o, kWarpSize);
+    if (c < channels && lane == 0) store_channel_sums(p, sample, channel0 + c, t1, t2);
+  }
+}
+
 // The group's channel sums from shared memory, `width` staged entries a channel (s1[c * width +
 // k], s2 the same), stored: wavefront w of the B / kWarpSize adds channels w, w + B /
-// kWarpSize, ...
+// kWarpSize, ... (Not store_slot_channel_sums' teams: at the dgb fp32 256 x 4 x 2 kernels' 32
+// registers they spilled 8-16 bytes, and the onchip rule takes these groups where a wavefront a
+// channel takes them in one round: tiny, instance_norm_32x64; bench/NOTES.md, "Channel sums in
+// teams".)
 template <int B>
 __device__ __forceinline__ void store_staged_channel_sums(const Params& p, std::int64_t sample, std::int64_t channel0,
                                                           const float* s1, const float* s2, std::int64_t width) {

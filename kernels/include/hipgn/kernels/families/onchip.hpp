@@ -1031,13 +1031,7 @@ __device__ __forceinline__ void bwd_onchip_run(const Params& p, const GroupView<
     const auto first_slot = [&](int c) {
       return c == 0 ? 0 : c == rows ? body + 3 : 1 + min(body, (c * hw - head + V - 1) / V);
     };
-    constexpr int kWarps = B / kWarpSize;
-    const int lane = t % kWarpSize, warp = t / kWarpSize;
-    for (int c = warp; c < rows; c += kWarps) {
-      float t1 = 0.f, t2 = 0.f;
-      for (int k = first_slot(c) + lane; k < first_slot(c + 1); k += kWarpSize) t1 += s1[k], t2 += s2[k];
-      store_warp_channel_sums(p, sample, view.channel0 + c, lane, t1, t2);
-    }
+    store_slot_channel_sums<B>(p, sample, view.channel0, rows, first_slot, s1, s2);
     arrive_after_sums<Traits>(p, g, arrival);
   }
   if constexpr (kWritesDx<Traits>) {
