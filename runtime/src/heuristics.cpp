@@ -88,8 +88,8 @@ constexpr double kStreamBwdBytesPerCu = 32 << 10;
 constexpr double kSplitClBwdBytesPerCu = 8 << 10;
 // ... and few groups from C = 1024 of 16-byte vectors below this many (below).
 constexpr double kSplitClBwdWideBytesPerCu = 48 << 10;
-// From this many bytes of x a compute unit, the channels-first backward splits every group
-// (below).
+// From this many bytes of x a compute unit, the channels-first backward takes the onchip family
+// where it holds the group and splits every other group (below).
 constexpr double kSplitCfBwdBytesPerCu = 32 << 10;
 // Below that, the channels-first backward splits groups of more than this many elements (below).
 constexpr std::int64_t kSplitCfBwdGroupElements = 2304;
@@ -409,23 +409,21 @@ RuleTables sm_90() {
       // workgroup. Measured on an H100, fp16 SiLU, N=2, C=1280, 16x16, G=32 (64 groups of
       // 10240): split 21.6 us against looped 79.9 us channels-first, 21.9 against 31.3 last.
       {Family::split, 1.0, 4096, "fewer groups than compute units: several workgroups per group"},
-      // Channels-first from 32 KB of x a compute unit (4.2 MB on 132), groups that fit on chip
-      // or not: the split family's first pass sums short rows a team of lanes each (params.hpp:
-      // split_bwd_cf_rows), where onchip then staged a slot per element, and looped runs a
-      // group's rows one after another in one workgroup. Measured on an H100, fp16 SiLU, L2-cold,
-      // every instance (bench/NOTES.md, "Rows in teams"): r50_7x2048_n32 (6.4 MB, 1024 groups of
-      // 3136) split 27.7 us against onchip 39.3; r50_56x256_n32 (51 MB, 1024 groups of 25088)
-      // split 104.4 against looped 114.7; no suite shape lies between. Onchip's peeled groups
-      // held as loaded (bwd_onchip_run) still lose there: split 22.1 us against onchip 25.2
-      // (H200, fp16; bf16 22.4 / 25.4; "The peeled onchip backward").
-      // ... but not groups that one workgroup holds, since the onchip backward adds its channel
-      // sums in teams of lanes (bench/NOTES.md, "Channel sums in teams"; H200, SiLU, L2-cold,
-      // every instance): r50_7x2048_n32 onchip 256 x 8 x 2 18.3 / 18.8 us against split 22.3 /
-      // 22.5 (fp16 / bf16), fp32 256 x 4 x 4 29.6 against 32.4 (the fused backward; dx and dgb
-      // follow, unmeasured, as every backward rule). Its supports() bounds the group.
+      // Channels-first from 32 KB of x a compute unit (4.2 MB on 132), groups one workgroup holds
+      // (its supports() bounds them): onchip, x and dy read once, since it adds its channel sums
+      // in teams of lanes (bench/NOTES.md, "Channel sums in teams"; H200, SiLU, L2-cold, every
+      // instance): r50_7x2048_n32 (6.4 MB, 1024 groups of 3136, rows of 49) onchip 256 x 8 x 2
+      // 18.3 / 18.8 us against split 22.3 / 22.5 (fp16 / bf16), fp32 256 x 4 x 4 29.6 against
+      // 32.4 (the fused backward; dx and dgb follow, unmeasured, as every backward rule). Before
+      // the teams split led there: 27.7 against 39.3 (H100, "Rows in teams"), 22.1 against 25.2
+      // (H200, "The peeled onchip backward").
       Rule{Family::onchip, kAny, 0, "channels-first from 32 KB a compute unit, groups on chip: x and dy read once",
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsFirst}
           .bytes_per_cu(kSplitCfBwdBytesPerCu, kAny),
+      // ... and larger groups: the split family's first pass sums short rows a team of lanes each
+      // (params.hpp: split_bwd_cf_rows), where looped runs a group's rows one after another in
+      // one workgroup: r50_56x256_n32 (51 MB, 1024 groups of 25088) split 104.4 us against looped
+      // 114.7 (H100, fp16 SiLU, L2-cold, every instance; "Rows in teams"); no suite shape between.
       Rule{Family::split, kAny, 0, "channels-first from 32 KB a compute unit: rows summed in teams or pieces",
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsFirst}
           .bytes_per_cu(kSplitCfBwdBytesPerCu, kAny),
