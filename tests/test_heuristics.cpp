@@ -868,7 +868,7 @@ TEST(Heuristics, OddSpatialChannelsFirstBackwardKeepsWideVectors) {
 // groups of 2560); from 32 KB a compute unit onchip where it holds the group (ResNet 7x7 C=2048
 // at N=32, 6.4 MB, groups of 3136: its channel sums in teams of lanes), split where it does not
 // (ResNet 56x56 C=256 at N=32, 51 MB, 1024 groups: not looped).
-TEST(Heuristics, ChannelsFirstBackwardSplitsFromMidSizes) {
+TEST(Heuristics, ChannelsFirstBackwardFromMidSizesSplitsWhatOnchipCannotHold) {
   const Shape small{2, 256, {13, 21}, 32}, sd8{2, 1280, {8, 8}, 32}, resnet7{32, 2048, {7, 7}, 32},
       resnet56{32, 256, {56, 56}, 32};
   if (!reaches(Family::onchip, small, Layout::channels_first, Op::bwd) ||
