@@ -917,7 +917,8 @@ __device__ __forceinline__ void bwd_onchip_aligned(const Params& p, const GroupV
 // of its next row are added into slot q + 2, the next vector's, which begins in that row (the
 // last vector's into slot body + 1); slot 0 holds the head's (row 0) and slot body + 2 the
 // tail's (the last row). So channel c's sums are the contiguous slots from its first vector's
-// on, added up a wavefront per channel. The kernel this replaced staged every element's terms
+// on, added up by store_slot_channel_sums (past a round of wavefronts, teams of lanes a
+// channel). The kernel this replaced staged every element's terms
 // (2 M floats of dynamic shared memory, a cursor stepped each element: 80 registers and 25 KB a
 // workgroup, 47 us under Nsight Compute at r50_7x2048_n32 where the split pair took 33). Aligned
 // groups keep bwd_onchip_aligned: this kernel took them 0.3-0.6 us longer (tiny 3.6 against 3.0,
@@ -1065,7 +1066,8 @@ __device__ __forceinline__ void bwd_onchip_run(const Params& p, const GroupView<
 
 // Family onchip: one workgroup per group, x and dy read once into registers. The per-channel
 // sums meet in shared memory (channels-first a slot per vector, channels-last a slot per thread
-// and channel) and are added up a wavefront per channel, in a fixed order. Channels-first
+// and channel) and are added up in a fixed order, a wavefront per channel (the peeled
+// channels-first groups' in teams of lanes past one round: store_slot_channel_sums). Channels-first
 // peeled groups (kPeeled, chosen at launch from Params::span) are a kernel of their own, as the
 // forward's span mode is.
 template <typename Traits, bool kPeeled = false>
