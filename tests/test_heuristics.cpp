@@ -680,7 +680,8 @@ TEST(Heuristics, ChannelsLastBackwardOfFewWideGroupsTakesAClusterAGroup) {
   expect_parts(Shape{2, 1280, {16, 16}, 32}, cl, "gn_bwd_f16_f16_cl_swish_onchip_b512_v2_e16", 1, Op::bwd);
   for (const Shape& s : {Shape{1, 512, {64, 64}, 32}, Shape{2, 320, {64, 64}, 32}, Shape{2, 2048, {25, 42}, 32},
                          Shape{2, 64, {32, 32}, 1}})
-    EXPECT_NE(choose(s, cl, DataType::f16, Op::bwd)->spec().family, Family::onchip);
+    if (const Instance* inst = choose(s, cl, DataType::f16, Op::bwd))  // (a channels-first build has none)
+      EXPECT_NE(inst->spec().family, Family::onchip) << inst->name();
 }
 
 TEST(Heuristics, SmallChannelsLastTensorsGoResident) {
@@ -956,6 +957,7 @@ TEST(Heuristics, ChannelsLastSamplesTooLargeForResidentSplit) {
 TEST(Heuristics, MisalignedTensorsGetVectorOne) {
   const Problem p = make_problem({2, 320, {64, 64}, 32}, DataType::f16, DataType::f16, Layout::channels_last,
                                     Activation::swish);
+  if (Registry::global().bucket(Key::of(p)).empty()) GTEST_SKIP() << "this build has no channels-last fp16 forward";
   const Tensors t{reinterpret_cast<const void*>(4098), reinterpret_cast<void*>(1 << 20)};
   const Instance* inst = heuristic_choice(Registry::global(), kH100, p, &t);
   ASSERT_NE(inst, nullptr);
