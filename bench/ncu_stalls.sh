@@ -2,7 +2,8 @@
 # On the GPU machine: where one instance's warps wait. Nsight Compute's warp-state sections and
 # its per-SASS-instruction stall sampling for each probe (PROBES: "instance:n:c:spatial:g:dtype:layout";
 # the op is the instance name's), the 25 instructions with the most samples printed. Needs a build
-# in $BUILD. Logs under $OUT.
+# in $BUILD. Logs under $OUT. NCU_ARGS go to the sampling run: a kernel of a few microseconds
+# wants `--warp-sampling-interval 0` (a sample every 32 cycles), else it leaves ~150 samples.
 set -uo pipefail
 OUT=${OUT:-/tmp/hipgn-out}
 BUILD=${BUILD:-build-gpu}
@@ -15,7 +16,7 @@ for probe in ${PROBES}; do
       --launch-skip 2 --launch-count 1 $P "${args[@]}" > "$OUT/ncu_$inst.txt" 2>&1
   echo "== $inst $n $c $sp $g $lay"
   grep -E "Duration|DRAM Throughput|Achieved Occupancy|Grid Size|Cluster Size|Warp Cycles Per Issued|Registers Per" "$OUT/ncu_$inst.txt" | head -12
-  ncu --section SourceCounters --section WarpStateStats -k regex:$fam --launch-skip 2 --launch-count 1 \
+  ncu --section SourceCounters --section WarpStateStats ${NCU_ARGS:-} -k regex:$fam --launch-skip 2 --launch-count 1 \
       --page source --print-source sass --csv $P "${args[@]}" > "$OUT/src_$inst.csv" 2>/dev/null
   python3 - "$OUT/src_$inst.csv" <<'PY'
 import csv, sys
