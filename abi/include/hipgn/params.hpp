@@ -135,85 +135,64 @@ HIPGN_HD SplitRows split_bwd_cf_rows(std::int64_t spatial, std::int64_t channels
 }
 
 struct Params {
-  const void* x;
-  void* y;
-  const void* gamma;  // may be null: scale 1
-  const void* beta;   // may be null: shift 0
-  float* mean;        // [N, G]; forward: may be null (not written); backward: read
-  float* rstd;        // [N, G]
+  // Fields in the order kernels first read them, a 64-byte line of the constant bank at a time
+  // (the parameters start at offset 0x210, the driver's 0x200-0x20f in the first line). A line's
+  // first read is a miss on the chain of every workgroup of a compute unit's first wave, and a
+  // wavefront waits on such misses one after another, in program order (Nsight's stall_imc),
+  // where ptxas reads the parameters of the code before a kernel's first barrier at its top: a
+  // small kernel's chain took a miss per line ahead of x's load, 2 to 7 of them (bench/NOTES.md,
+  // "The parameters' lines"). So the lines below go first to last as the grid families' small
+  // kernels read them: where a group is (before x's load), gamma's channel (beside it), the
+  // peeled view and the normalize (under x's latency), then each family's own.
 
-  // What the grid families' kernels read on the chain from their launch to their last store (a
-  // group's sample and channels, x's offset, 1 / count, eps, Swish's beta), in the 64-byte
-  // constant-cache lines right after the pointers above: each line a kernel touches first is a
-  // miss on the chain of every workgroup of a compute unit's first wave. Spread over six lines,
-  // they made the onchip forward of 128 groups of 1024 elements 0.065 us slower (2.72 against
-  // 2.66 us, H100; bench/NOTES.md, "The small forward's constant lines and saved statistics").
-  std::int64_t groups_per_sample;  // G
-  std::int64_t channels_per_group; // C / G
+  // A group's place: x's and dy's addresses
+  const void* x;
+  const void* dy;                  // backward
   std::int64_t group_stride;       // elements between groups of a sample: C/G * spatial or C/G
   std::int64_t vectors;            // vectors in one group: rows * cols / vector
+  std::int64_t sample_stride;      // elements between samples: C * spatial
+  std::int64_t groups_per_sample;  // G
+
+  // gamma's channel (and the channels-last row walk)
+  const void* gamma;               // may be null: scale 1
+  const void* beta;                // may be null: shift 0
+  std::int64_t channels_per_group; // C / G
+  std::int64_t row_stride;         // a group is rows x cols; channels-first: spatial, last: C
   FastDivmod vectors_per_row;      // cols / vector
   FastDivmod groups_div;           // group -> (sample, group of the sample); every family
+
+  // The peeled view, the statistics and the normalize (spatial_size, group_elements, phase and
+  // spatial below: set for every family)
+  std::int64_t spatial_size;       // HW
+  std::int64_t group_elements;     // M = C/G * spatial
+  void* y;
+  float* mean;                     // [N, G]; forward: may be null (not written); backward: read
+  float* rstd;                     // [N, G]
   double group_rcp;                // 1 / group_elements; every family (the onchip forward's 1 / count)
   float eps;
   float swish_beta;
-  std::int32_t num_groups;         // N * G: the grid's x (families with a grid of groups)
-  std::int32_t slices;             // split: workgroups per group; resident: slices per unit; onchip: parts
-  std::int64_t sample_stride;      // elements between samples: C * spatial
-  std::int64_t row_stride;         // a group is rows x cols; channels-first: spatial, last: C
-
-  const void* dy;     // backward
-  void* dx;           // backward data; may be null (dgb)
-  void* dgamma;       // backward gamma/beta; may be null (dx, or affine off)
-  void* dbeta;
-  float* workspace;   // forward split: 3 floats per (group, slice); backward: [N, C, 2] sums (then pieces)
-
-  std::int64_t channels;           // C
-
-  // Uneven groups (Problem::uneven_groups; the families whose kernels take UnevenGroups<Traits>,
-  // primitives/view.hpp): the last group of a sample's channels, vectors, vectors a row and elements;
-  // the other groups' values (channels_per_group, vectors, ...) where the groups are even
-  std::int64_t last_channels;
-  std::int64_t last_vectors;
-  FastDivmod last_vectors_per_row;
-  std::int64_t last_group_elements;
-
-  // The resident family: a persistent grid walks items = units x slices, a unit being a group
-  // (channels-first) or chunk_channels of a sample (channels-last); the slices of a unit
-  // exchange partial statistics through `partials`, counting arrivals in `counters` (a counter
-  // and its generation a unit: unit_counter_words).
-  std::int64_t items;
-  FastDivmod slices_div;           // item -> (unit, slice) without a 64-bit division
-  FastDivmod cpg_div;              // channel -> its group (C/G)
-  // (these three and phase: set for every family)
-  std::int64_t group_elements;     // M = C/G * spatial
-  std::int64_t spatial_size;       // HW
-  FastDivmod spatial;              // channels-first: channel of a group-relative element
-  std::int32_t slice_vectors;      // channels-first: body vectors per slice (block * per_thread)
-  std::int32_t row_lanes;          // channels-last: rows a workgroup covers at once
-  std::int32_t chunk_channels;     // channels-last forward: a unit's channels (whole groups; C or less)
   std::int32_t phase;              // channels-first: (x's address / element size) % vector
-  // Channels-first backward of the grid families (onchip, looped, split), and the onchip
-  // forward: 1 when the spatial size is not a multiple of the vector or the tensors start
-  // `phase` elements off a 16-byte boundary, so rows and groups are read as peeled runs
-  // (primitives/vector.hpp: Peel; view.hpp: SpatialCursor)
-  std::int32_t span;
   // Channels-last: 1 when gamma and beta (those given) start on a boundary of a vector of
   // their own type (vector x their element size), so a vector's channels' gamma and beta are
   // one load each (grid.hpp: vector_affine); set for every family
   std::int32_t affine_vectors;
-  std::int32_t pass;               // the backward: 0 on chip; 1, 2 the streaming passes (resident_bwd.hpp)
-  // The resident forward: 1 when the launcher made each unit's slices one thread-block cluster,
-  // so they exchange through distributed shared memory (primitives/cluster.hpp), not `counters`
-  // and `partials`; 0 otherwise (set by the launcher, never by the runtime)
-  std::int32_t cluster;
+
+  // A peeled element's channel; the backward's epilogue (dx; dgamma and dbeta by the last of a
+  // group's samples)
+  FastDivmod spatial;              // channels-first: channel of a group-relative element
+  void* dx;                        // backward data; may be null (dgb)
+  float* workspace;   // forward split: 3 floats per (group, slice); backward: [N, C, 2] sums (then pieces)
+  void* dgamma;                    // backward gamma/beta; may be null (dx, or affine off)
+  void* dbeta;
   std::uint32_t* counters;
+  std::int64_t channels;           // C
+
+  std::int32_t num_groups;         // N * G: the grid's x (families with a grid of groups)
   // 1 where `counters` are zero at launch: the handle's own, zeroed once where allocated and
   // left zero by every arrival (exchange.hpp), so the launcher skips their memset; 0 where they
   // are in the caller's workspace (any content), which the launcher zeroes first
   std::int32_t counters_zeroed;
-  float* partials;
-
+  std::int32_t slices;             // split: workgroups per group; resident: slices per unit; onchip: parts
   // The stream family (stream_fwd.hpp, stream_bwd.hpp): items = N x parts (p.slices), a part
   // part_rows rows of a sample. Forward: partials are [items, G] (mean, M2) pairs, group_stats
   // [N * G] (mean, rstd) pairs. Backward: partials [items, C] (S1, S2) pairs, group_stats
@@ -221,28 +200,58 @@ struct Params {
   // (fwd_onchip_parts_kernel): a group's `slices` parts of part_rows rows (channels-first,
   // vectors of its aligned body), a cluster a group.
   std::int64_t part_rows;
-  float* group_stats;
+  // The channels-first split backward (families/split.hpp): its first pass's units; with pieces
+  // > 1 they write [N, C, pieces] (S1, S2) pairs to `partials`, folded into the workspace's
+  // [N, C] pairs before the second pass.
+  SplitRows split_rows;
+
+  // The resident family: a persistent grid walks items = units x slices, a unit being a group
+  // (channels-first) or chunk_channels of a sample (channels-last); the slices of a unit
+  // exchange partial statistics through `partials`, counting arrivals in `counters` (a counter
+  // and its generation a unit: unit_counter_words).
+  std::int64_t items;
+  FastDivmod slices_div;           // item -> (unit, slice) without a 64-bit division
+  // 1 / spatial_size and 1 / C as doubles (and group_rcp above), for the channels-first stream
+  // forward's floor_div: a multiply where a double division is a subroutine on the chains
+  // before its first loads and before its merges; set for the stream family.
+  double spatial_rcp, channels_rcp;
+  std::int32_t slice_vectors;      // channels-first: body vectors per slice (block * per_thread)
   // The channels-first stream forward (stream_fwd_cf.hpp): the flat tensor's aligned vectors
   // cut into `items` shares of slice_vectors (slices_div divides by it), partials a float4 slot
   // per (share, group); hold_vectors, set by the launcher, the vectors of its first share a
   // workgroup keeps in shared memory; affine_rows the rows of its gamma/beta table. The
   // channels-last stream forward (stream_fwd.hpp): hold_vectors, set by its launcher, the rows
   // a thread keeps in shared memory of its workgroup's last item.
-  std::int32_t hold_vectors;
   std::int32_t affine_rows;
   // The channels-first stream forward in waves (set by its launcher, never by the runtime): the
   // groups taken wave_groups whole groups at a time, each wave cut into shares that workgroups
   // hold whole, so x is read from memory once however large the tensor; wave_groups = N * G:
   // one wave, the tensor (stream_fwd_cf.hpp).
   std::int32_t wave_groups;
-  // 1 / spatial_size and 1 / C as doubles (and group_rcp above), for the channels-first stream
-  // forward's floor_div: a multiply where a double division is a subroutine on the chains
-  // before its first loads and before its merges; set for the stream family.
-  double spatial_rcp, channels_rcp;
-  // The channels-first split backward (families/split.hpp): its first pass's units; with pieces
-  // > 1 they write [N, C, pieces] (S1, S2) pairs to `partials`, folded into the workspace's
-  // [N, C] pairs before the second pass.
-  SplitRows split_rows;
+  std::int32_t hold_vectors;
+  std::int32_t chunk_channels;     // channels-last forward: a unit's channels (whole groups; C or less)
+  std::int32_t row_lanes;          // channels-last: rows a workgroup covers at once
+
+  float* partials;
+  float* group_stats;
+  FastDivmod cpg_div;              // channel -> its group (C/G)
+  // The resident forward: 1 when the launcher made each unit's slices one thread-block cluster,
+  // so they exchange through distributed shared memory (primitives/cluster.hpp), not `counters`
+  // and `partials`; 0 otherwise (set by the launcher, never by the runtime)
+  std::int32_t cluster;
+  std::int32_t pass;               // the backward: 0 on chip; 1, 2 the streaming passes (resident_bwd.hpp)
+  // Channels-first backward of the grid families (onchip, looped, split), and the onchip
+  // forward: 1 when the spatial size is not a multiple of the vector or the tensors start
+  // `phase` elements off a 16-byte boundary, so rows and groups are read as peeled runs
+  // (primitives/vector.hpp: Peel; view.hpp: SpatialCursor)
+  std::int32_t span;
+  // Uneven groups (Problem::uneven_groups; the families whose kernels take UnevenGroups<Traits>,
+  // primitives/view.hpp): the last group of a sample's channels, vectors, vectors a row and elements;
+  // the other groups' values (channels_per_group, vectors, ...) where the groups are even
+  std::int64_t last_channels;
+  std::int64_t last_vectors;
+  FastDivmod last_vectors_per_row;
+  std::int64_t last_group_elements;
 };
 
 // The onchip backward in parts (bwd_onchip_parts_kernel): each part leaves its per-channel sums
