@@ -86,7 +86,7 @@ def main():
         doc = json.load(f)
     measured_on = doc.get("meta", {}).get("gpu", "?")
     print(f"device: {handle.device_name} ({handle.arch}, {handle.compute_units} compute units)"
-          f"{'' if handle.has_device else ', none present: the runtime assumes its default target'};"
+          f"{'' if handle.has_device else ', none present: the runtime assumes its default target, and the rounds of onchip clusters go unanswered (only a device gives them), so groups held in parts may be chosen otherwise than there'};"
           f" rows measured on {measured_on}")
     if args.min_within is not None and handle.has_device and handle.device_name != measured_on:
         print(f"skipped: the rows were measured on {measured_on}, whose choices this device's need not be")
