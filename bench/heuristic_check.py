@@ -85,9 +85,10 @@ def main():
     with open(args.results or results_of(handle), encoding="utf-8") as f:
         doc = json.load(f)
     measured_on = doc.get("meta", {}).get("gpu", "?")
+    absent = (", none present: the runtime assumes its default target, and the rounds of onchip clusters go "
+              "unanswered (only a device gives them), so groups held in parts may be chosen otherwise than there")
     print(f"device: {handle.device_name} ({handle.arch}, {handle.compute_units} compute units)"
-          f"{'' if handle.has_device else ', none present: the runtime assumes its default target, and the rounds of onchip clusters go unanswered (only a device gives them), so groups held in parts may be chosen otherwise than there'};"
-          f" rows measured on {measured_on}")
+          f"{'' if handle.has_device else absent}; rows measured on {measured_on}")
     if args.min_within is not None and handle.has_device and handle.device_name != measured_on:
         print(f"skipped: the rows were measured on {measured_on}, whose choices this device's need not be")
         return 77
