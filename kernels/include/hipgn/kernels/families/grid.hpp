@@ -62,13 +62,19 @@ struct Affine {
 // y = act((x - mean) * scale + shift) for one channels-first vector (one channel's: scale =
 // gamma_c * rstd, shift = beta_c), written to y + offset.
 template <typename Traits>
-__device__ __forceinline__ void store_normalized(const Params& p, const float (&v)[Traits::kVectorSize],
-                                                 std::int64_t offset, float mean, float scale, float shift) {
+__device__ __forceinline__ void store_normalized(typename Traits::XType* y, float swish_beta,
+                                                 const float (&v)[Traits::kVectorSize], std::int64_t offset,
+                                                 float mean, float scale, float shift) {
   constexpr int V = Traits::kVectorSize;
   float out[V];
 #pragma unroll
-  for (int i = 0; i < V; ++i) out[i] = activate<Traits::kActivation>((v[i] - mean) * scale + shift, p.swish_beta);
-  store_vec<V>(static_cast<typename Traits::XType*>(p.y) + offset, out);
+  for (int i = 0; i < V; ++i) out[i] = activate<Traits::kActivation>((v[i] - mean) * scale + shift, swish_beta);
+  store_vec<V>(y + offset, out);
+}
+template <typename Traits>
+__device__ __forceinline__ void store_normalized(const Params& p, const float (&v)[Traits::kVectorSize],
+                                                 std::int64_t offset, float mean, float scale, float shift) {
+  store_normalized<Traits>(static_cast<typename Traits::XType*>(p.y), p.swish_beta, v, offset, mean, scale, shift);
 }
 
 // y = act(gamma_c * (x - mean) * rstd + beta_c) for one vector, written to y + offset.

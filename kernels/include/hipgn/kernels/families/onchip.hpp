@@ -8,6 +8,7 @@
 #include "hipgn/kernels/family.hpp"
 #include "hipgn/kernels/families/grid.hpp"
 #include "hipgn/kernels/primitives/cluster.hpp"
+#include "hipgn/kernels/primitives/param.hpp"
 #include "hipgn/params.hpp"
 
 namespace hipgn::kernels {
@@ -210,9 +211,10 @@ __device__ __forceinline__ void fwd_onchip_span(const Params& p, const GroupView
 // (bench/NOTES.md, "Loads in one round; the resident forward's stores on one path"): with two
 // slots a thread 0.83-0.85x (sd15_8x1280, both layouts), one 0.96-0.98x; with eight or sixteen
 // 0.97-1.08x, slower on most (the extra loads of unused slots, and the registers of all in
-// flight), so those keep the guarded loads.
+// flight), so those keep the guarded loads. Four: the channels-first forward's predicated loads
+// went in two rounds (SASS; bench/NOTES.md, "The parameters' lines, late").
 template <typename Traits>
-inline constexpr bool kOnchipLoadsAtOnce = Traits::kPerThread <= 2;
+inline constexpr bool kOnchipLoadsAtOnce = Traits::kPerThread <= 4;
 
 // The channels-last rows of a group that a workgroup holds, and the first one's offset: all of
 // them, or with kParts part `part`'s, part_rows from part * part_rows (the last part the rest).
@@ -411,20 +413,58 @@ __device__ __forceinline__ void fwd_onchip_columns(const Params& p, std::int64_t
 // that holds the group: its vectors part * part_rows on, up to part_rows of them (q below counts
 // from the part's first), with statistics of its own that the parts exchange (exchange_parts).
 template <typename Traits, bool kParts = false>
-__device__ __forceinline__ void fwd_onchip_aligned(const Params& p, const GroupView<Traits>& view, std::int64_t group,
-                                                   int part = 0) {
+__device__ __forceinline__ void fwd_onchip_aligned(const Params& p, std::int64_t group, int part = 0) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
   static_assert(!kUneven<Traits>, "consecutive groups of C/G channels: the onchip family runs even groups only");
+  using X = typename Traits::XType;
+  using G = typename Traits::GammaType;
   const int first = kParts ? part * int(p.part_rows) : 0;  // the part's first vector of the group
   const auto vectors = [&] {
     if constexpr (kParts) return min(int(p.part_rows), int(p.vectors) - first);
     else return p.vectors;
   }();
   const std::int64_t base = group * p.group_stride + std::int64_t(first) * V;  // the part's first element
-  const auto* x = static_cast<const typename Traits::XType*>(p.x) + base;
-  const auto channel = [&](int q) { return view.channel0 + p.vectors_per_row.div31(std::uint32_t(first + q)); };
-  // Only the values stay in registers; offsets and channels are recomputed for the store (a
-  // multiply-high each), which keeps the 1024-thread configurations within 64 registers.
+  const auto* x = static_cast<const X*>(p.x) + base;
+  // x's address reads one line of the parameters (x, group_stride, vectors). In workgroups of up
+  // to 512 threads (128 registers a thread or more) every field after it is read by param_late,
+  // right after x's loads, so that those wait on that line alone and the others arrive under
+  // them (bench/NOTES.md, "The parameters' lines, late"); 1024-thread ones (64 registers) read
+  // them where used, uniform (by param_late, in vector registers, they spilled 4-36 bytes).
+  constexpr bool kLate = B <= 512;
+  const auto read = [](const auto& field) {
+    if constexpr (kLate) return param_late(field);
+    else return field;
+  };
+  // gamma and beta from the group's first channel (its sample by the host's multiply-high) ...
+  struct GroupAffine {
+    const G *gamma, *beta;  // null where absent
+    FastDivmod per_row;
+    int first;
+    // vector q's (of the part), its one channel's
+    __device__ __forceinline__ Affine<Traits> at(int q) const {
+      const std::uint32_t c = per_row.div31(std::uint32_t(first + q));
+      return Affine<Traits>(gamma ? to_float(gamma[c]) : 1.f, beta ? to_float(beta[c]) : 0.f);
+    }
+  };
+  const auto group_affine = [&] {
+    const std::int64_t sample = read(p.groups_div).div31(std::uint32_t(group));
+    const std::int64_t channel0 = (group - sample * p.groups_per_sample) * read(p.channels_per_group);
+    const auto* gamma = static_cast<const G*>(read(p.gamma));
+    const auto* beta = static_cast<const G*>(read(p.beta));
+    return GroupAffine{gamma ? gamma + channel0 : nullptr, beta ? beta + channel0 : nullptr, read(p.vectors_per_row),
+                       first};
+  };
+  // ... and the statistics' and the store's
+  struct Tail {
+    float eps, swish_beta;
+    float *mean, *rstd;
+    X* y;
+  };
+  const auto tail = [&] {
+    return Tail{read(p.eps), read(p.swish_beta), read(p.mean), read(p.rstd), static_cast<X*>(read(p.y)) + base};
+  };
+  // Only the values stay in registers; channels are recomputed for the store (a multiply-high
+  // each), which keeps the 1024-thread configurations within 64 registers.
   float v[E][V];
   // With a few vectors a thread, each vector's gamma and beta (its one channel) loaded beside
   // x, so that their latency is not on the chain after the two reductions (bench/NOTES.md,
@@ -432,7 +472,6 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, const GroupV
   // 1024-thread configurations hold 16 vectors within 64 registers).
   constexpr bool kEarlyAffine = E <= 4;
   float early_gamma[kEarlyAffine ? E : 1], early_beta[kEarlyAffine ? E : 1];
-  using X = typename Traits::XType;
   Vec<X, V> raw[E];
   float sum = 0.f;
   const auto widen_and_add = [&](int e, bool mine) {
@@ -440,6 +479,11 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, const GroupV
 #pragma unroll
     for (int i = 0; i < V; ++i) sum += mine ? v[e][i] : 0.f;
   };
+  [[maybe_unused]] GroupAffine late_affine{};
+  [[maybe_unused]] Tail late_tail{};
+  // (before x's loads in the source, after them in the SASS: read after them here, ptxas issued
+  // 512 x 8 x 8's eight loads in three rounds)
+  if constexpr (kLate) late_affine = group_affine();
 #pragma unroll
   for (int e = 0; e < E; ++e) {
     const int q = threadIdx.x + e * B;
@@ -447,19 +491,30 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, const GroupV
     if (kOnchipLoadsAtOnce<Traits> || mine) {
       const int at = mine ? q : 0;  // the group's first vector for a slot past it
       raw[e] = *reinterpret_cast<const Vec<X, V>*>(x + std::int64_t(at) * V);
-      if constexpr (kEarlyAffine) {
-        const Affine<Traits> a(p, channel(at));
-        early_gamma[e] = a.gamma, early_beta[e] = a.beta;
-      }
       if constexpr (!kOnchipWidenAfterLoads<Traits>) widen_and_add(e, mine);
     }
   }
+  if constexpr (kLate) late_tail = tail();
+  if constexpr (kEarlyAffine) {
+    // after every slot's x: in the slot's guarded block with x's load, they made it a branch
+    // that ptxas did not predicate, and four slots a thread loaded x in four rounds
+    const GroupAffine a = kLate ? late_affine : group_affine();
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const int q = threadIdx.x + e * B;
+      if (kOnchipLoadsAtOnce<Traits> || q < vectors) {
+        const Affine<Traits> ae = a.at(q < vectors ? q : 0);
+        early_gamma[e] = ae.gamma, early_beta[e] = ae.beta;
+      }
+    }
+  }
+  // p.vectors * V elements: even groups' aligned bodies; a part's, its own. Taken into the sums
+  // before their reduction, so that with kLate its line too is read under x's loads.
+  const float inv_count = kParts ? 1.f / float(vectors * V) : float(read(p.group_rcp));
   if constexpr (kOnchipWidenAfterLoads<Traits>)
 #pragma unroll
     for (int e = 0; e < E; ++e) widen_and_add(e, threadIdx.x + e * B < vectors);
-  // p.vectors * V elements: even groups' aligned bodies; a part's, its own
-  const float inv_count = kParts ? 1.f / float(vectors * V) : float(p.group_rcp);
-  float mean = block_sum<B>(sum) * inv_count;
+  float mean = block_sum<B, true>(sum * inv_count);
   float sq = 0.f;
 #pragma unroll
   for (int e = 0; e < E; ++e) {
@@ -468,22 +523,26 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, const GroupV
       for (int i = 0; i < V; ++i) sq += (v[e][i] - mean) * (v[e][i] - mean);
     }
   }
+  const Tail t = kLate ? late_tail : tail();
   float rstd;
-  if constexpr (kParts) rstd = exchange_parts(p, part, mean, block_sum<B>(sq), int(p.vectors), V);
-  else rstd = rsqrtf(block_sum<B>(sq) * inv_count + p.eps);
-  save_stats(p, group, mean, rstd, threadIdx.x == 0 && part == 0);
+  if constexpr (kParts) rstd = exchange_parts(p, part, mean, block_sum<B, true>(sq), int(p.vectors), V);
+  else rstd = rsqrtf(block_sum<B, true>(sq) * inv_count + t.eps);
+  const bool writer = threadIdx.x == 0 && part == 0;
+  store_if(t.mean, group, mean, writer);
+  store_if(t.rstd, group, rstd, writer);
+  const auto store = [&](int e, const Affine<Traits>& a) {
+    store_normalized<Traits>(t.y, t.swish_beta, v[e], std::int64_t(threadIdx.x + e * B) * V, mean, a.gamma * rstd,
+                             a.beta);
+  };
+  if constexpr (kEarlyAffine) {
 #pragma unroll
-  for (int e = 0; e < E; ++e) {
-    const int q = threadIdx.x + e * B;
-    if (q < vectors) {
-      if constexpr (kEarlyAffine) {  // normalize_store's arithmetic, on the early gamma and beta
-        store_normalized<Traits>(p, v[e], base + std::int64_t(q) * V, mean, early_gamma[e] * rstd, early_beta[e]);
-      } else {
-        std::int64_t offset, c;
-        view.locate(p, first + q, offset, c);
-        normalize_store<Traits>(p, v[e], offset, c, mean, rstd);
-      }
-    }
+    for (int e = 0; e < E; ++e)
+      if (threadIdx.x + e * B < vectors) store(e, Affine<Traits>(early_gamma[e], early_beta[e]));
+  } else {
+    const GroupAffine a = kLate ? late_affine : group_affine();
+#pragma unroll
+    for (int e = 0; e < E; ++e)
+      if (threadIdx.x + e * B < vectors) store(e, a.at(threadIdx.x + e * B));
   }
 }
 
@@ -493,11 +552,11 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, const GroupV
 // reads that flag (one more constant-cache line) nor jumps over the peeled code before its first
 // load (bench/NOTES.md, "The small channels-first forward's prologue").
 template <typename Traits>
-__global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_kernel(Params p) {
+__global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_kernel(const HIPGN_GRID_CONSTANT Params p) {
   const std::int64_t group = blockIdx.x;
-  const GroupView<Traits> view(p, group, group_sample_by_multiply(p, group));
-  if constexpr (Traits::kLayout == Layout::channels_last) fwd_onchip_rows<Traits>(p, view, group);
-  else fwd_onchip_aligned<Traits>(p, view, group);
+  if constexpr (Traits::kLayout == Layout::channels_last)
+    fwd_onchip_rows<Traits>(p, GroupView<Traits>(p, group, group_sample_by_multiply(p, group)), group);
+  else fwd_onchip_aligned<Traits>(p, group);
 }
 
 // Family onchip, forward of a group in parts: a thread-block cluster a group (Params::slices
@@ -510,16 +569,19 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_kernel(Params p
 // misaligned tensors, a kernel of its own as the span mode is beside fwd_onchip_kernel) and the
 // parts exchange their statistics once (exchange_parts).
 template <typename Traits, bool kPeeled = false>
-__global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_parts_kernel(Params p) {
+__global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_parts_kernel(const HIPGN_GRID_CONSTANT Params p) {
 #if defined(HIPGN_CLUSTERS)
   if (threadIdx.x == 0) parts_exchange().init();
   cluster_arrive_relaxed();  // waited for before the first push, after the loads are issued
   const std::int64_t group = cluster_index();
-  const GroupView<Traits> view(p, group, group_sample_by_multiply(p, group));
   const int part = int(cluster_rank());
-  if constexpr (kPeeled) fwd_onchip_span<Traits, true>(p, view, group, part);
-  else if constexpr (Traits::kLayout == Layout::channels_last) fwd_onchip_rows<Traits, true>(p, view, group, part);
-  else fwd_onchip_aligned<Traits, true>(p, view, group, part);
+  if constexpr (kPeeled || Traits::kLayout == Layout::channels_last) {
+    const GroupView<Traits> view(p, group, group_sample_by_multiply(p, group));
+    if constexpr (kPeeled) fwd_onchip_span<Traits, true>(p, view, group, part);
+    else fwd_onchip_rows<Traits, true>(p, view, group, part);
+  } else {
+    fwd_onchip_aligned<Traits, true>(p, group, part);
+  }
   // no workgroup leaves while its pushes to peers may be in flight (as the resident forward)
   cluster_barrier_relaxed();
 #endif

@@ -27,7 +27,7 @@ __device__ __forceinline__ float warp_sum(float v) {
 // registers) spill 4 bytes more, and the looped backward's fp32 channels-last 256 x 2 (4 sums,
 // 40 registers) 8-16 bytes. Safe to call repeatedly: the first barrier keeps a new call's
 // writes behind the previous call's reads.
-template <int kBlock, int K, bool kEveryWavefront = (K <= 8)>
+template <int kBlock, int K, bool kEveryWavefront = (K <= 8), bool kWhole = false>
 __device__ __forceinline__ void block_sum_array(float (&v)[K]) {
   constexpr int kWarps = kBlock / kWarpSize;
   static_assert(kBlock % kWarpSize == 0 && kWarps <= kWarpSize, "block must be whole wavefronts");
@@ -35,7 +35,7 @@ __device__ __forceinline__ void block_sum_array(float (&v)[K]) {
 #pragma unroll
   for (int k = 0; k < K; ++k) v[k] = warp_sum(v[k]);
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-  const int warps = int(blockDim.x) / kWarpSize;
+  const int warps = kWhole ? kWarps : int(blockDim.x) / kWarpSize;
   __syncthreads();
   if (lane == 0)
 #pragma unroll
@@ -128,19 +128,22 @@ __device__ __forceinline__ void group_sums(float (&a)[V], int cg) {
 // block_sum_array: there the extra reads and adds (~14 instructions a wavefront a sum) cost more
 // than the shuffles save, 256 x 8 x 2 0.98-1.02x and 256 / 512 threads of 4-8 slots 1.06-1.25x
 // (bench/NOTES.md, "Sixteen partials"). Every thread adds the same values in the same order: the
-// same bits everywhere. Partials of wavefronts the launch lacks (blockDim below kBlock) are zeros.
-template <int kBlock>
+// same bits everywhere. Partials of wavefronts the launch lacks (blockDim below kBlock) are zeros;
+// with kWhole the kernel is always launched with kBlock threads, and the launch's shape is not
+// read (a constant-bank line that a small kernel's chain waited on: bench/NOTES.md, "The
+// parameters' lines, late").
+template <int kBlock, bool kWhole = false>
 __device__ __forceinline__ float block_sum(float v) {
   constexpr int kParts = 16, kLanes = kBlock / kParts;  // partials; lanes a partial
   if constexpr (kBlock > 128 || kLanes < 1) {
     float one[1] = {v};
-    block_sum_array<kBlock>(one);
+    block_sum_array<kBlock, 1, true, kWhole>(one);
     return one[0];
   } else {
     __shared__ float4 partial[kParts / 4];
     float* slot = reinterpret_cast<float*>(partial);
     v = warp_sum<kLanes>(v);
-    const int t = threadIdx.x, present = int(blockDim.x) / kLanes;
+    const int t = threadIdx.x, present = kWhole ? kParts : int(blockDim.x) / kLanes;
     __syncthreads();  // a previous call's reads are done
     if (t % kLanes == 0) slot[t / kLanes] = v;
     if (t >= present && t < kParts) slot[t] = 0.f;
