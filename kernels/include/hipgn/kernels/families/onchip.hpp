@@ -481,8 +481,8 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, std::int64_t
   };
   [[maybe_unused]] GroupAffine late_affine{};
   [[maybe_unused]] Tail late_tail{};
-  // (before x's loads in the source, after them in the SASS: read after them here, ptxas issued
-  // 512 x 8 x 8's eight loads in three rounds)
+  // (ptxas issues these indexed loads after x's, wherever the source has them: here, as in the
+  // form the A/B measured)
   if constexpr (kLate) late_affine = group_affine();
 #pragma unroll
   for (int e = 0; e < E; ++e) {
