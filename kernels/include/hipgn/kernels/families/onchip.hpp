@@ -443,7 +443,7 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, std::int64_t
     // vector q's (of the part), its one channel's
     __device__ __forceinline__ Affine<Traits> at(int q) const {
       const std::uint32_t c = per_row.div31(std::uint32_t(first + q));
-      return Affine<Traits>(gamma ? to_float(gamma[c]) : 1.f, beta ? to_float(beta[c]) : 0.f);
+      return Affine<Traits>(gamma, beta, c);
     }
   };
   const auto group_affine = [&] {
@@ -528,8 +528,7 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, std::int64_t
   if constexpr (kParts) rstd = exchange_parts(p, part, mean, block_sum<B, true>(sq), int(p.vectors), V);
   else rstd = rsqrtf(block_sum<B, true>(sq) * inv_count + t.eps);
   const bool writer = threadIdx.x == 0 && part == 0;
-  store_if(t.mean, group, mean, writer);
-  store_if(t.rstd, group, rstd, writer);
+  save_stats(t.mean, t.rstd, group, mean, rstd, writer);
   const auto store = [&](int e, const Affine<Traits>& a) {
     store_normalized<Traits>(t.y, t.swish_beta, v[e], std::int64_t(threadIdx.x + e * B) * V, mean, a.gamma * rstd,
                              a.beta);

@@ -116,10 +116,14 @@ __device__ __forceinline__ void save_stats(const Params& p, std::int64_t group, 
 // The same by the thread where `writer` holds, with no branch (store_if): for the onchip forward,
 // whose writer's wavefront otherwise waits at the branch's end on its chain. (Not everywhere: in
 // the channels-last resident forward's loop over groups it cost ptxas a register, 4 more bytes
-// of spill loads.)
+// of spill loads.) The pointers as the caller read them (the onchip forward's by param_late).
+__device__ __forceinline__ void save_stats(float* mean_out, float* rstd_out, std::int64_t group, float mean, float rstd,
+                                           bool writer) {
+  store_if(mean_out, group, mean, writer);
+  store_if(rstd_out, group, rstd, writer);
+}
 __device__ __forceinline__ void save_stats(const Params& p, std::int64_t group, float mean, float rstd, bool writer) {
-  store_if(p.mean, group, mean, writer);
-  store_if(p.rstd, group, rstd, writer);
+  save_stats(p.mean, p.rstd, group, mean, rstd, writer);
 }
 
 }  // namespace hipgn::kernels
