@@ -418,9 +418,15 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, std::int64_t
   static_assert(!kUneven<Traits>, "consecutive groups of C/G channels: the onchip family runs even groups only");
   using X = typename Traits::XType;
   using G = typename Traits::GammaType;
-  const int first = kParts ? part * int(p.part_rows) : 0;  // the part's first vector of the group
+  constexpr bool kLate = B <= 512;  // below
+  const auto read = [](const auto& field) {
+    if constexpr (kLate) return param_late(field);
+    else return field;
+  };
+  const int part_rows = kParts ? int(read(p.part_rows)) : 0;  // (its line, the parts', late too)
+  const int first = part * part_rows;  // the part's first vector of the group
   const auto vectors = [&] {
-    if constexpr (kParts) return min(int(p.part_rows), int(p.vectors) - first);
+    if constexpr (kParts) return min(part_rows, int(p.vectors) - first);
     else return p.vectors;
   }();
   const std::int64_t base = group * p.group_stride + std::int64_t(first) * V;  // the part's first element
@@ -430,11 +436,6 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, std::int64_t
   // right after x's loads, so that those wait on that line alone and the others arrive under
   // them (bench/NOTES.md, "The parameters' lines, late"); 1024-thread ones (64 registers) read
   // them where used, uniform (by param_late, in vector registers, they spilled 4-36 bytes).
-  constexpr bool kLate = B <= 512;
-  const auto read = [](const auto& field) {
-    if constexpr (kLate) return param_late(field);
-    else return field;
-  };
   // gamma and beta from the group's first channel (its sample by the host's multiply-high) ...
   struct GroupAffine {
     const G *gamma, *beta;  // null where absent
@@ -553,9 +554,13 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, std::int64_t
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_kernel(const HIPGN_GRID_CONSTANT Params p) {
   const std::int64_t group = blockIdx.x;
-  if constexpr (Traits::kLayout == Layout::channels_last)
-    fwd_onchip_rows<Traits>(p, GroupView<Traits>(p, group, group_sample_by_multiply(p, group)), group);
-  else fwd_onchip_aligned<Traits>(p, group);
+  if constexpr (Traits::kLayout == Layout::channels_last) {
+    with_late_params<Traits>(p, [&](const Params& q) {
+      fwd_onchip_rows<Traits>(q, GroupView<Traits>(q, group, group_sample_by_multiply(q, group)), group);
+    });
+  } else {
+    fwd_onchip_aligned<Traits>(p, group);
+  }
 }
 
 // Family onchip, forward of a group in parts: a thread-block cluster a group (Params::slices
@@ -592,9 +597,11 @@ inline constexpr bool kOnchipSpans =
     kPeels<Traits> && sizeof(typename Traits::XType) * Traits::kVectorSize == kPeeledForwardVectorBytes;
 
 template <typename Traits>
-__global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_span_kernel(Params p) {
+__global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_span_kernel(const HIPGN_GRID_CONSTANT Params p) {
   const std::int64_t group = blockIdx.x;
-  fwd_onchip_span<Traits>(p, GroupView<Traits>(p, group, group_sample_by_multiply(p, group)), group);
+  with_late_params<Traits>(p, [&](const Params& q) {
+    fwd_onchip_span<Traits>(q, GroupView<Traits>(q, group, group_sample_by_multiply(q, group)), group);
+  });
 }
 
 // Family onchip, channels-last groups narrower than the vector: a workgroup a column. A kernel
@@ -602,6 +609,8 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_span_kernel(Par
 // H100 A/B).
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_columns_kernel(Params p) {
+  // (not with_late_params, here or in parts: with the whole parameter read so, 256 x 2 x 8
+  // spilled 8-16 bytes at 48 registers; not measured since)
   fwd_onchip_columns<Traits>(p, blockIdx.x);
 }
 
