@@ -628,8 +628,8 @@ TEST(Heuristics, ChannelsFirstGroupsOf8KTo64KTakeAClusterAGroup) {
 }
 
 TEST(Heuristics, RowsFirstTimedOnTheH200TakeTheirFastestFamily) {
-  // bench/NOTES.md, "Sixteen parts" (H200, bench.py --best): channels-first fp32 groups of up to
-  // 64K elements the onchip family whatever the size (sd15_16x1280 5.0 us against resident 7.1,
+  // bench/NOTES.md, "Sixteen parts" (H200, bench.py --best): fp32 groups of up to 64K elements
+  // the onchip family (channels-first below; channels-last, "Where the fourteenth session ended") whatever the size (sd15_16x1280 5.0 us against resident 7.1,
   // r50_56x256_n32 at 103 MB 63.7 against stream 87.8); where clusters exist, 16-bit
   // channels-first groups up to 256K in parts (odd_97x89_c160_g8: 10.5 against resident 12.8);
   // a channels-last backward of one large group from 8 KB a compute unit streams
@@ -637,6 +637,12 @@ TEST(Heuristics, RowsFirstTimedOnTheH200TakeTheirFastestFamily) {
   const Layout cf = Layout::channels_first;
   EXPECT_EQ(choose({2, 1280, {16, 16}, 32}, cf, DataType::f32)->spec().family, Family::onchip);
   EXPECT_EQ(choose({32, 256, {56, 56}, 32}, cf, DataType::f32)->spec().family, Family::onchip);
+  // channels-last fp32 the same up to 64K elements (sd15_64x320 15.4 us against stream 17.0,
+  // r50_56x256_n32 77.2 against 87.2), where clusters hold the parts
+  if (clusters()) {
+    EXPECT_EQ(choose({2, 320, {64, 64}, 32}, Layout::channels_last, DataType::f32)->spec().family, Family::onchip);
+    EXPECT_EQ(choose({32, 256, {56, 56}, 32}, Layout::channels_last, DataType::f32)->spec().family, Family::onchip);
+  }
   if (clusters()) EXPECT_EQ(choose({2, 160, {97, 89}, 8}, cf)->spec().family, Family::onchip);
   if (reaches(Family::stream, {1, 128, {8191}, 1}, Layout::channels_last, Op::bwd))
     EXPECT_EQ(choose({1, 128, {8191}, 1}, Layout::channels_last, DataType::f16, Op::bwd)->spec().family,

@@ -139,6 +139,16 @@ RuleTables sm_90() {
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
           .bytes_per_cu(0, kOnchipPartsClFwdBytesPerCu)
           .vector_bytes(8),
+      // ... and fp32 groups of up to 64K elements with 8-byte vectors or wider, whatever the
+      // tensor's size, as the channels-first fp32 rule below: the stream family, sized on
+      // 16-bit values, lost to the onchip one on both such fp32 rows of the suite (H200, SiLU,
+      // L2-cold, bench.py --best, 2026-11-28, bench/results/h200): sd15_64x320 (40960 elements,
+      // 10 MB) 256 x 2 x 8 in parts 15.43 us against stream 17.02, r50_56x256_n32 (25088, 103
+      // MB) 256 x 4 x 8 in parts 77.23 against 87.22 (torch.compile 87.0) ...
+      Rule{Family::onchip, kAny, 0, "channels-last fp32, groups of up to 64K elements: a workgroup or a thread-block cluster a group",
+           65536, Rule::kChannelsLast}
+          .vector_bytes(8)
+          .only({DataType::f32}),
       // ... and past 32K elements, few groups whose C/G channels are 32 bytes or more of 16-byte
       // vectors: the split family's two launches, the second reading x from L2 (since its
       // batches load at once and sum over registers: bench/NOTES.md, "The split forward's
