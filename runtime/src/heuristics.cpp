@@ -624,6 +624,17 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     // 8 workgroups, 3.6 / 3.6 against 8-channel columns, 4, 4.5 / 4.5)
     if (ca && x.block != y.block) return x.block < y.block;
   }
+  if (x.family == Family::onchip && p.op == Op::fwd && p.layout == Layout::channels_last && size_of(p.x_dtype) == 4 &&
+      in_parts) {
+    // fp32 the same way in parts, instances of at most 16 values a thread first, without the
+    // 16-bit wide-parts limit below (H200, SiLU, L2-cold, bench.py --best, 2026-11-29:
+    // sd15_64x320, 64 groups of 40960, 256 x 2 x 8 in 10 parts 15.47 us against 512 x 2 x 16 in 3
+    // 16.50 and 1024 x 2 x 16 in 2 17.86; r50_56x256_n32, 1024 groups of 25088, 256 x 4 x 4 and
+    // 256 x 2 x 8 79.4-79.5 against 1024 x 4 x 8 whole 83.2, the fastest 512 x 2 x 16 in 2 76.8)
+    const bool few_a = x.per_thread * x.vector <= kOnchipClFwdPartValues,
+               few_b = y.per_thread * y.vector <= kOnchipClFwdPartValues;
+    if (few_a != few_b) return few_a;
+  }
   if (x.family == Family::onchip && p.op == Op::fwd && p.layout == Layout::channels_last && size_of(p.x_dtype) == 2) {
     // the channels-last onchip forward of 16-bit values (fp32 unmeasured). Groups that may be
     // held in parts (Instance::onchip_parts): instances of at most 16 values a thread first,
