@@ -599,8 +599,8 @@ TEST(Heuristics, SmallChannelsLastTensorsOfLargeGroupsTakeAClusterAGroup) {
 TEST(Heuristics, ChannelsFirstGroupsOf8KTo64KTakeAClusterAGroup) {
   // where the device has clusters, channels-first groups of 16-bit values from 8192 to 65536
   // elements in a small tensor: the onchip forward in parts, the fewest rounds of clusters
-  // first where a device answers them, then those nearest 4096 elements, then the instance whose
-  // slots the part fills most, then the most parts (bench/NOTES.md, "A group in parts",
+  // first where a device answers them, then those nearest 8 KB (4096 elements), then the
+  // instance whose slots the part fills most, then the most parts (bench/NOTES.md, "A group in parts",
   // "Sixteen parts" and "The parameters' lines, late"): sd15_32x640 256 x 8 x 2 in 5;
   // sd15_32x1280 and sd15_64x320 256 x 8 x 4 in 5 where the device answers (in 10 of 256 x 8 x
   // 2, 48 registers a thread since param_late, the 64 groups' clusters take two rounds), else
@@ -639,6 +639,11 @@ TEST(Heuristics, RowsFirstTimedOnTheH200TakeTheirFastestFamily) {
   if (built(Family::onchip, DataType::f32)) {
     EXPECT_EQ(choose({2, 1280, {16, 16}, 32}, cf, DataType::f32)->spec().family, Family::onchip);
     EXPECT_EQ(choose({32, 256, {56, 56}, 32}, cf, DataType::f32)->spec().family, Family::onchip);
+    // its parts nearest 8 KB where rounds tie: 256 x 4 x 2 in 5 parts of 2048 (4.97 us against
+    // 256 x 4 x 4 in 3 5.10)
+    const char* e2 = "gn_fwd_f32_f32_cf_swish_onchip_b256_v4_e2";
+    if (clusters() && Registry::global().find(e2))
+      EXPECT_EQ(choose({2, 1280, {16, 16}, 32}, cf, DataType::f32)->name(), e2);
   }
   // channels-last fp32 the same up to 64K elements where clusters hold the parts, the parts of
   // at most 16 values a thread (sd15_64x320 256 x 2 x 8 in 10 parts 15.5 us against stream

@@ -51,8 +51,9 @@ constexpr std::int64_t kOnchipClFwdEightByteFromElements = 4096;
 constexpr int kOnchipClFwdPartValues = 16;
 // The channels-first onchip forward of 16-bit values in parts up to groups of this many (below).
 constexpr std::int64_t kOnchipCfFwdPartsMaxElements = std::int64_t(1) << 18;
-// The channels-first onchip forward's parts nearest this many elements first (better()).
-constexpr std::int64_t kOnchipCfFwdPartElements = 4096;
+// The channels-first onchip forward's parts nearest this many bytes of x first (better()):
+// 4096 16-bit elements, 2048 fp32 ones.
+constexpr std::int64_t kOnchipCfFwdPartBytes = 8192;
 // The channels-last onchip forward's parts past a portable cluster only where a portable
 // cluster a group would fill at most this share of the compute units (better()).
 constexpr double kOnchipClFwdWidePartsBelowCuShare = 0.25;
@@ -721,8 +722,8 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     };
     const std::int64_t fa = eighths(x, pa), fb = eighths(y, pb);
     if (p.op == Op::fwd && p.layout == Layout::channels_first && pa.parts > 1 && pb.parts > 1) {
-      // channels-first, before the fill, the parts nearest 4096 elements
-      // (kOnchipCfFwdPartElements): with clusters of up to 16 the most parts were 2048-element
+      // channels-first, before the fill, the parts nearest 8 KB (kOnchipCfFwdPartBytes, 4096
+      // 16-bit elements): with clusters of up to 16 the most parts were 2048-element
       // ones, which lost to 4096 wherever both held the group (sd15_16x2560 256 x 8 x 1 in 10
       // parts 6.06 us against 256 x 8 x 2 in 5 5.48, sd15_32x640 6.03 against 5.51,
       // odd_31x31_c640 7.05 against 6.53; sd15_16x1920 128 x 8 x 1 in 15, full, 6.55 against
@@ -730,9 +731,15 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
       // 8.14 against 256 x 8 x 2 in 16 7.19, g16_32x640 6.99 against 6.07, sd15_32x1280 8.50
       // against 7.92). H200, fp16 SiLU, L2-cold, bench.py --best (bench/NOTES.md, "Sixteen
       // parts"). The H100's clusters of 8 agree (below: sd15_16x1920 256 x 8 x 2 in 4 5.4
-      // against 256 x 8 x 1 in 8 5.5 and 256 x 8 x 4 in 2 6.3).
+      // against 256 x 8 x 1 in 8 5.5 and 256 x 8 x 4 in 2 6.3). In bytes, since fp32 wants the
+      // same 8 KB, by a little: sd15_16x1280 (10240 elements) 256 x 4 x 2 in 5 parts of 2048
+      // 4.97 us against 256 x 4 x 4 in 3 of 4096 5.10 (H200, SiLU, L2-cold, bench.py --best,
+      // 2026-11-29, fourteenth session; 5.03 against 6.18 before the four-slot instances loaded x
+      // at once); where rounds of clusters differ they decide first (sd15_64x320, r50_56x256_n32:
+      // 256 x 4 x 8 in 5 and 4 parts).
       const auto off = [&](const Instance::OnchipParts& q) {
-        return std::abs(std::log2(double(q.part_rows * unit) / double(kOnchipCfFwdPartElements)));
+        return std::abs(std::log2(double(q.part_rows * unit * std::int64_t(size_of(p.x_dtype))) /
+                                  double(kOnchipCfFwdPartBytes)));
       };
       const double oa = off(pa), ob = off(pb);
       if (oa != ob) return oa < ob;
