@@ -600,8 +600,8 @@ TEST(Heuristics, ChannelsFirstGroupsOf8KTo64KTakeAClusterAGroup) {
   // where the device has clusters, channels-first groups of 16-bit values from 8192 to 65536
   // elements in a small tensor: the onchip forward in parts, the fewest rounds of clusters
   // first where a device answers them, then those nearest 8 KB (4096 elements), then the
-  // instance whose slots the part fills most, then the most parts (bench/NOTES.md, "A group in parts",
-  // "Sixteen parts" and "The parameters' lines, late"): sd15_32x640 256 x 8 x 2 in 5;
+  // instance whose slots the part fills most, then the most parts (bench/NOTES.md, "A group in
+  // parts", "Sixteen parts" and "The parameters' lines, late"): sd15_32x640 256 x 8 x 2 in 5;
   // sd15_32x1280 and sd15_64x320 256 x 8 x 4 in 5 where the device answers (in 10 of 256 x 8 x
   // 2, 48 registers a thread since param_late, the 64 groups' clusters take two rounds), else
   // 256 x 8 x 2 in 10 where clusters hold 16; vae_64x512 256 x 8 x 2 in 16 where clusters hold
@@ -629,9 +629,10 @@ TEST(Heuristics, ChannelsFirstGroupsOf8KTo64KTakeAClusterAGroup) {
 }
 
 TEST(Heuristics, RowsFirstTimedOnTheH200TakeTheirFastestFamily) {
-  // bench/NOTES.md, "Sixteen parts" (H200, bench.py --best): fp32 groups of up to 64K elements
-  // the onchip family (channels-first below; channels-last, "Where the fourteenth session ended") whatever the size (sd15_16x1280 5.0 us against resident 7.1,
-  // r50_56x256_n32 at 103 MB 63.7 against stream 87.8); where clusters exist, 16-bit
+  // bench/NOTES.md, "Sixteen parts" (H200, bench.py --best): channels-first fp32 groups of up
+  // to 64K elements the onchip family whatever the size (sd15_16x1280 5.0 us against resident
+  // 7.1, r50_56x256_n32 at 103 MB 63.7 against stream 87.8), and channels-last ones ("fp32's
+  // onchip forward", below); where clusters exist, 16-bit
   // channels-first groups up to 256K in parts (odd_97x89_c160_g8: 10.5 against resident 12.8);
   // a channels-last backward of one large group from 8 KB a compute unit streams
   // (odd_1d_8191_c128_g1: 13.9 against resident 34.5)
@@ -648,7 +649,7 @@ TEST(Heuristics, RowsFirstTimedOnTheH200TakeTheirFastestFamily) {
   // channels-last fp32 the same up to 64K elements where clusters hold the parts, the parts of
   // at most 16 values a thread (sd15_64x320 256 x 2 x 8 in 10 parts 15.5 us against stream
   // 17.2; r50_56x256_n32 256 x 4 x 4 or 256 x 2 x 8 79.4-79.5 against stream 87.7 and 1024 x 4 x
-  // 8 whole 83.2; "Where the fourteenth session ended")
+  // 8 whole 83.2; bench/NOTES.md, "fp32's onchip forward")
   if (clusters() && built(Family::onchip, DataType::f32, cl)) {
     const Instance* sd = choose({2, 320, {64, 64}, 32}, cl, DataType::f32);
     EXPECT_EQ(sd->spec().family, Family::onchip);

@@ -25,8 +25,8 @@
 
 namespace hipgn::kernels {
 
-// Params' head that with_late_params reads late: through a peeled element's channel (spatial), the
-// last field the channels-first peeled forward reads before its first load
+// Params' head that with_late_params reads late: through a peeled element's channel
+// (spatial), the last field the channels-first peeled forward reads before its first load
 inline constexpr std::size_t kLateParamBytes = offsetof(Params, dx);
 
 // `field`, a member of a HIPGN_GRID_CONSTANT kernel parameter, read by an indexed load. The
@@ -49,7 +49,7 @@ __device__ __forceinline__ T param_late(const T& field) {
 // order) are indexed loads, so that none holds the wavefront at its miss and those lines arrive
 // together, while the fields after the head stay uniform reads that ptxas takes where used.
 // (The whole parameter copied so kept every field live in registers from the top: 75 onchip
-// kernels spilled 8-224 bytes; bench/NOTES.md, "The branch exp/param-late-span-rows".)
+// kernels spilled 8-224 bytes; bench/NOTES.md, "The parameters' head, late".)
 template <std::size_t kBytes, typename T>
 __device__ __forceinline__ T params_late(const T& params) {
   T copy = params;
