@@ -625,45 +625,41 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     // 8 workgroups, 3.6 / 3.6 against 8-channel columns, 4, 4.5 / 4.5)
     if (ca && x.block != y.block) return x.block < y.block;
   }
-  if (x.family == Family::onchip && p.op == Op::fwd && p.layout == Layout::channels_last && size_of(p.x_dtype) == 4 &&
-      in_parts) {
-    // fp32 the same way in parts, instances of at most 16 values a thread first, without the
-    // 16-bit wide-parts limit below (H200, SiLU, L2-cold, bench.py --best, 2026-11-29:
-    // sd15_64x320, 64 groups of 40960, 256 x 2 x 8 in 10 parts 15.47 us against 512 x 2 x 16 in 3
-    // 16.50 and 1024 x 2 x 16 in 2 17.86; r50_56x256_n32, 1024 groups of 25088, 256 x 4 x 4 and
-    // 256 x 2 x 8 79.4-79.5 against 1024 x 4 x 8 whole 83.2, the fastest 512 x 2 x 16 in 2 76.8)
-    const bool few_a = x.per_thread * x.vector <= kOnchipClFwdPartValues,
-               few_b = y.per_thread * y.vector <= kOnchipClFwdPartValues;
-    if (few_a != few_b) return few_a;
-  }
-  if (x.family == Family::onchip && p.op == Op::fwd && p.layout == Layout::channels_last && size_of(p.x_dtype) == 2) {
-    // the channels-last onchip forward of 16-bit values (fp32 unmeasured). Groups that may be
-    // held in parts (Instance::onchip_parts): instances of at most 16 values a thread first,
-    // whatever their vector, where the parts hold the group so (more workgroups, each a shorter
-    // chain of loads, reductions, exchange and stores): H100, fp16 / bf16, L2-cold, bench.py
-    // --best, 2026-11-28 (bench/NOTES.md, "Sixteen values a thread"): sd15_16x1280 256 x 8 x 2 in
-    // 3 parts 4.95 us against 512 x 4 x 8 whole 5.34; sd15_16x2560 256 x 8 x 2 in 6 6.41 / 6.50
-    // against 256 x 4 x 8 in 3 7.16 / 7.18; sd15_32x640 256 x 2 x 8 in 6 7.23 against 256 x 4 x 8
-    // in 3 7.70; sd15_32x960 256 x 2 x 8 in 8 8.88 against 512 x 2 x 16 in 2 9.02. Where no such
-    // instance holds the group in a cluster's parts (vae_64x512, sd15_32x1280, det_25x42x2048),
-    // as below.
+  if (x.family == Family::onchip && p.op == Op::fwd && p.layout == Layout::channels_last) {
+    // the channels-last onchip forward. Groups that may be held in parts (Instance::
+    // onchip_parts): instances of at most 16 values a thread first, whatever their vector, where
+    // the parts hold the group so (more workgroups, each a shorter chain of loads, reductions,
+    // exchange and stores): H100, fp16 / bf16, L2-cold, bench.py --best, 2026-11-28
+    // (bench/NOTES.md, "Sixteen values a thread"): sd15_16x1280 256 x 8 x 2 in 3 parts 4.95 us
+    // against 512 x 4 x 8 whole 5.34; sd15_16x2560 256 x 8 x 2 in 6 6.41 / 6.50 against 256 x 4
+    // x 8 in 3 7.16 / 7.18; sd15_32x640 256 x 2 x 8 in 6 7.23 against 256 x 4 x 8 in 3 7.70;
+    // sd15_32x960 256 x 2 x 8 in 8 8.88 against 512 x 2 x 16 in 2 9.02. Where no such instance
+    // holds the group in a cluster's parts (vae_64x512, sd15_32x1280, det_25x42x2048), as below.
+    // fp32 the same (H200, SiLU, L2-cold, bench.py --best, 2026-11-29; bench/NOTES.md, "fp32's
+    // onchip forward"): sd15_64x320, 64 groups of 40960, 256 x 2 x 8 in 10 parts 15.47 us
+    // against 512 x 2 x 16 in 3 16.50 and 1024 x 2 x 16 in 2 17.86; r50_56x256_n32, 1024 groups
+    // of 25088, 256 x 4 x 4 and 256 x 2 x 8 79.4-79.5 against 1024 x 4 x 8 whole 83.2 (the
+    // fastest 512 x 2 x 16 in 2, 76.8), but without the 16-bit wide parts' limit, which would
+    // have taken sd15_64x320's 3 parts.
+    const bool sixteen_bit = size_of(p.x_dtype) == 2;
     if (in_parts) {
-      // parts past a portable cluster's 8 (Instance::onchip_parts) only for groups so few that
-      // clusters of 8 would leave three quarters of the compute units idle: layer_norm_32x64 (2
-      // groups) 256 x 8 x 2 in 16 parts 4.06 us against 256 x 4 x 8 in 8 5.44; not 32 groups
-      // (vae_64x512 256 x 8 x 2 in 16 9.26 against 256 x 4 x 8 in 8 8.32; g16_32x640 6.55
-      // against 6.92), nor 64 (sd15_32x1280 10.64 against 512 x 4 x 8 in 3 9.45). H200, fp16
-      // SiLU, L2-cold, bench.py --best, the two sides in one session (bench/NOTES.md, "Sixteen
-      // parts").
+      // 16-bit: parts past a portable cluster's 8 (Instance::onchip_parts) only for groups so
+      // few that clusters of 8 would leave three quarters of the compute units idle:
+      // layer_norm_32x64 (2 groups) 256 x 8 x 2 in 16 parts 4.06 us against 256 x 4 x 8 in 8
+      // 5.44; not 32 groups (vae_64x512 256 x 8 x 2 in 16 9.26 against 256 x 4 x 8 in 8 8.32;
+      // g16_32x640 6.55 against 6.92), nor 64 (sd15_32x1280 10.64 against 512 x 4 x 8 in 3
+      // 9.45). H200, fp16 SiLU, L2-cold, bench.py --best, the two sides in one session
+      // (bench/NOTES.md, "Sixteen parts").
       const bool wide_a = pa.parts > kClusterPortable, wide_b = pb.parts > kClusterPortable;
-      if (wide_a != wide_b)
+      if (sixteen_bit && wide_a != wide_b)
         return wide_a == (double(p.num_groups()) * kClusterPortable <= kOnchipClFwdWidePartsBelowCuShare * cus);
       const bool few_a = x.per_thread * x.vector <= kOnchipClFwdPartValues,
                  few_b = y.per_thread * y.vector <= kOnchipClFwdPartValues;
       if (few_a != few_b) return few_a;
     }
-    // Then from a large group 8-byte vectors before 16-byte ones, below it after 16-byte and
-    // 4-byte ones (H100, fp16 / bf16, L2-cold, bench.py --best, the same process: sd15_8x2560,
+    // Then, 16-bit values (fp32 unmeasured), from a large group 8-byte vectors before 16-byte
+    // ones, below it after 16-byte and 4-byte ones (H100, fp16 / bf16, L2-cold, bench.py
+    // --best, the same process: sd15_8x2560,
     // 5120 elements, 512 x 4 x 8 4.70 / 4.74 us against 512 x 8 x 8 4.90 / 4.93; sd15_16x1280,
     // 10240, 5.55 / 5.66 against 6.00 / 6.03; sd15_16x2560, 20480, 1024 x 4 x 8 7.83 / 7.71
     // against 8.49 / 8.41), not a smaller one (r50_7x2048_n32, 3136: 256 x 8 x 2 10.28 / 10.56
@@ -672,7 +668,8 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     // det_13x21x256, 2184, 3.99 / 3.99 against 4.15 / 4.19; tiny, 256, 2.65 / 2.64 against
     // 2.76 / 2.74); bench/NOTES.md, "8-byte vectors for the channels-last onchip forward"
     const bool eight_a = x.vector == 4, eight_b = y.vector == 4;
-    if (eight_a != eight_b) return eight_a == (p.group_elements() >= kOnchipClFwdEightByteFromElements);
+    if (sixteen_bit && eight_a != eight_b)
+      return eight_a == (p.group_elements() >= kOnchipClFwdEightByteFromElements);
   }
   if (x.family == Family::onchip && p.op != Op::fwd && p.layout == Layout::channels_last && x.vector != y.vector &&
       size_of(p.x_dtype) == 2 && p.group_elements() >= kOnchipClBwdFourByteFromElements) {
