@@ -216,5 +216,23 @@ TEST(SplitRows, CoverEveryRowOnce) {
   EXPECT_EQ(checked, 12 * 6 * 4 * 3);
 }
 
+// A row of more than half the workgroup's vectors but no more than its threads goes to a team
+// where every team of a unit has a row: det_25x42x2048 (N = 2, 64 groups of 64 rows of 1050
+// 16-bit elements, 132 vectors) took a workgroup a row, half its lanes idle (27.7 us), and takes
+// full units of 8 teams of 32 lanes (19.7 us; params.hpp, SplitRows). Where two workgroups a
+// compute unit leave half the teams idle (C = 640: 4 rows a unit) the workgroup keeps the row,
+// and past the threads it always does (sd15_64x640, 512 vectors: teams 1.30x slower).
+TEST(SplitRows, RowsUpToTheThreadsGoToTeams) {
+  const SplitRows det = split_bwd_cf_rows(1050, 64, 8, 256, 4, 64, 132);
+  EXPECT_EQ(det.team, 32);
+  EXPECT_EQ(det.rows * det.units, 64);
+  const SplitRows half = split_bwd_cf_rows(1050, 20, 8, 256, 4, 64, 132);
+  EXPECT_EQ(half.team, 256);
+  EXPECT_EQ(half.units, 20);
+  const SplitRows sd = split_bwd_cf_rows(4096, 20, 8, 256, 4, 64, 132);
+  EXPECT_EQ(sd.team, 256);
+  EXPECT_EQ(sd.units, 20);
+}
+
 }  // namespace
 }  // namespace hipgn::test

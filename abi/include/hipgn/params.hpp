@@ -92,7 +92,8 @@ enum class PartsKernel : int { held, peeled, columns };
 
 // The channels-first split backward's first pass (families/split.hpp: bwd_split_rows_kernel and
 // bwd_split_sums_kernel), which sums each channel row of a group. Short rows (spatial / vector
-// vectors, at most half the workgroup) go to teams of `team` lanes (a power of two, at most 32,
+// vectors, at most half the workgroup, or up to all of it where every team has a row: below) go
+// to teams of `team` lanes (a power of two, at most 32,
 // so a team never spans a wavefront of any target), `rows` rows a workgroup at once; a group
 // takes at least min_units such units (of fewer rows) where it has the rows, so that few groups
 // still spread over the device. Other rows take the whole workgroup, on one of the row's
@@ -105,7 +106,13 @@ enum class PartsKernel : int { held, peeled, columns };
 // kSplitBwdTeamRowsPerCu rows (N x C) a compute unit: below, a workgroup a row runs in one wave
 // and spreads each row over 4x the lanes (sd15_32x320, 640 rows of 1024: teams 13.3 us, a
 // workgroup a row 11.7; layer_norm_32x64, 128 rows: 12.1 against 10.3); above, the teams win
-// (sd15_32x1920, 3840 rows: 21.7 against 24.1).
+// (sd15_32x1920, 3840 rows: 21.7 against 24.1). Rows of half to all of the workgroup's vectors
+// take teams only where every team of a unit has a row (H200, SiLU, L2-cold; bench/NOTES.md,
+// "Rows of up to a workgroup's vectors in teams"): det_25x42x2048 (64 rows a group, 132 vectors
+// each, 16-bit) in workgroups of 132 busy lanes took 27.7 us, in full units of 8 teams 19.7;
+// where min_units leaves half the teams idle they lost or tied (C = 640, 20 rows a group, 4 a
+// unit: fp32 rows of 241-256 vectors 1.06-1.10x, fp16 rows of 162-252 vectors 1.04-1.14x, 132
+// vectors 1.00x).
 struct SplitRows {
   std::int64_t rows = 1, team = 1, pieces = 1, piece_vectors = 1, units = 1;
 };
@@ -116,15 +123,16 @@ HIPGN_HD SplitRows split_bwd_cf_rows(std::int64_t spatial, std::int64_t channels
   SplitRows r;
   const std::int64_t row_vectors = (spatial + vector - 1) / vector;
   const bool many_rows = num_groups * channels_per_group >= kSplitBwdTeamRowsPerCu * compute_units;
-  if (2 * row_vectors <= block && (row_vectors <= 32 || many_rows)) {
+  if (row_vectors <= block && (row_vectors <= 32 || many_rows)) {
     while (r.team < row_vectors && r.team < 32) r.team *= 2;
     const std::int64_t teams = block / r.team, full = (channels_per_group + teams - 1) / teams;
     const std::int64_t min_units = (2 * compute_units + num_groups - 1) / num_groups;  // two a compute unit
     const std::int64_t units = full > min_units ? full : (min_units < channels_per_group ? min_units : channels_per_group);
     r.rows = (channels_per_group + units - 1) / units;  // balanced: no unit of a few rows
     r.units = (channels_per_group + r.rows - 1) / r.rows;
-    // a unit of one row longer than a team: the whole workgroup on it, more lanes on the row
-    if (r.rows > 1 || row_vectors <= r.team) return r;
+    // a unit of one row longer than a team: the whole workgroup on it, more lanes on the row;
+    // rows past half the workgroup's vectors only in units with a row for every team
+    if ((r.rows > 1 || row_vectors <= r.team) && (2 * row_vectors <= block || r.rows == teams)) return r;
     r = SplitRows{};
   }
   r.team = block;
