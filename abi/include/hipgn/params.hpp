@@ -92,27 +92,26 @@ enum class PartsKernel : int { held, peeled, columns };
 
 // The channels-first split backward's first pass (families/split.hpp: bwd_split_rows_kernel and
 // bwd_split_sums_kernel), which sums each channel row of a group. Short rows (spatial / vector
-// vectors, at most half the workgroup, or up to all of it where every team has a row: below) go
-// to teams of `team` lanes (a power of two, at most 32,
-// so a team never spans a wavefront of any target), `rows` rows a workgroup at once; a group
-// takes at least min_units such units (of fewer rows) where it has the rows, so that few groups
-// still spread over the device. Other rows take the whole workgroup, on one of the row's
-// `pieces` pieces of up to piece_vectors vectors (kSplitBwdPieceChunks x block x per_thread),
-// whose sums a fold kernel adds in order. `units` is the workgroups of a group. Measured on an
-// H100 (fp16 SiLU, L2-cold; bench/NOTES.md, "Rows in teams"): a workgroup a row made
-// sd15_8x2560 (64-element rows) 5120 workgroups of 8 busy lanes each (18.5 -> 9.8 us in teams)
-// and vae_1024x128 (1M-element rows) 128 workgroups, one a compute unit (732 -> 454 us in 32
-// pieces). A row of more vectors than a team has lanes goes to a team only from
-// kSplitBwdTeamRowsPerCu rows (N x C) a compute unit: below, a workgroup a row runs in one wave
-// and spreads each row over 4x the lanes (sd15_32x320, 640 rows of 1024: teams 13.3 us, a
+// vectors, at most half the workgroup, or up to all of it where every team has a row: below) go to
+// teams of `team` lanes (a power of two, at most 32, so a team never spans a wavefront of any
+// target), `rows` rows a workgroup at once; a group takes at least min_units such units (of fewer
+// rows) where it has the rows, so that few groups still spread over the device. Other rows take the
+// whole workgroup, on one of the row's `pieces` pieces of up to piece_vectors vectors
+// (kSplitBwdPieceChunks x block x per_thread), whose sums a fold kernel adds in order. `units` is
+// the workgroups of a group. Measured on an H100 (fp16 SiLU, L2-cold; bench/NOTES.md, "Rows in
+// teams"): a workgroup a row made sd15_8x2560 (64-element rows) 5120 workgroups of 8 busy lanes
+// each (18.5 -> 9.8 us in teams) and vae_1024x128 (1M-element rows) 128 workgroups, one a compute
+// unit (732 -> 454 us in 32 pieces). A row of more vectors than a team has lanes goes to a team
+// only from kSplitBwdTeamRowsPerCu rows (N x C) a compute unit: below, a workgroup a row runs in
+// one wave and spreads each row over 4x the lanes (sd15_32x320, 640 rows of 1024: teams 13.3 us, a
 // workgroup a row 11.7; layer_norm_32x64, 128 rows: 12.1 against 10.3); above, the teams win
-// (sd15_32x1920, 3840 rows: 21.7 against 24.1). Rows of half to all of the workgroup's vectors
-// take teams only where every team of a unit has a row (H200, SiLU, L2-cold; bench/NOTES.md,
-// "Rows of up to a workgroup's vectors in teams"): det_25x42x2048 (64 rows a group, 132 vectors
-// each, 16-bit) in workgroups of 132 busy lanes took 27.7 us, in full units of 8 teams 19.7;
-// where min_units leaves half the teams idle they lost or tied (C = 640, 20 rows a group, 4 a
-// unit: fp32 rows of 241-256 vectors 1.06-1.10x, fp16 rows of 162-252 vectors 1.04-1.14x, 132
-// vectors 1.00x).
+// (sd15_32x1920, 3840 rows: 21.7 against 24.1). Rows of half to all of the workgroup's vectors take
+// teams only where every team of a unit has a row (H200, SiLU, L2-cold; bench/NOTES.md, "Rows of up
+// to a workgroup's vectors in teams"): det_25x42x2048 (64 rows a group, 132 vectors each, 16-bit)
+// in workgroups of 132 busy lanes took 27.7 us, in full units of 8 teams 19.7; where min_units
+// leaves half the teams idle they lost or tied (C = 640, 20 rows a group, 4 a unit: fp32 rows of
+// 225-256 vectors 1.06-1.10x, of 157-189 0.98-1.01x; fp16 rows of 162-252 vectors 1.04-1.14x, of
+// 132 1.00x).
 struct SplitRows {
   std::int64_t rows = 1, team = 1, pieces = 1, piece_vectors = 1, units = 1;
 };
