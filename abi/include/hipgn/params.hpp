@@ -267,6 +267,11 @@ struct Params {
 // sdxl_32x2560's, has 80.
 inline constexpr int kOnchipPartsBwdChannels = 256;
 
+// The onchip forward's slots a thread that all load at once, before any of them is used
+// (onchip.hpp, kOnchipLoadsAtOnce): the kernels' loads, and the heuristic's order of the
+// channels-last forward's instances (better()), since such instances won where they hold a group.
+inline constexpr int kOnchipAtOnceSlots = 4;
+
 // The resident family's limits and shapes, shared by the runtime (support, workspace, launch
 // shape) and the kernels.
 // Channels staged per channels-first item: a slice touches at most min(C/G, its elements / HW

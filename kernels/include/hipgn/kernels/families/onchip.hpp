@@ -214,7 +214,7 @@ __device__ __forceinline__ void fwd_onchip_span(const Params& p, const GroupView
 // flight), so those keep the guarded loads. Four: the channels-first forward's predicated loads
 // went in two rounds (SASS; bench/NOTES.md, "The parameters' lines, late").
 template <typename Traits>
-inline constexpr bool kOnchipLoadsAtOnce = Traits::kPerThread <= 4;
+inline constexpr bool kOnchipLoadsAtOnce = Traits::kPerThread <= kOnchipAtOnceSlots;
 
 // The channels-last rows of a group that a workgroup holds, and the first one's offset: all of
 // them, or with kParts part `part`'s, part_rows from part * part_rows (the last part the rest).
