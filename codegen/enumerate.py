@@ -47,6 +47,13 @@ PRESETS = {
         ("onchip", 256, 4, 8),
         ("onchip", 512, 4, 8),
         ("onchip", 1024, 4, 8),
+        # four slots a thread, loaded at once (kOnchipAtOnceSlots), of 8- and 4-byte vectors:
+        # sd15_16x640 (5120 elements) 512 x 4 x 4 3.78 us against 256 x 4 x 8 4.44, sd15_32x640
+        # 256 x 4 x 4 in parts 6.20 against 256 x 2 x 8 6.76, sd15_32x320 256 x 2 x 4 5.46
+        # against 5.89 (bench/NOTES.md, "Four slots at once"; 512 x 2 x 4 won nowhere)
+        ("onchip", 256, 4, 4),
+        ("onchip", 512, 4, 4),
+        ("onchip", 256, 2, 4),
         ("looped", 256, "max", 4),
         ("looped", 512, "max", 4),
         ("looped", 256, 2, 4),

@@ -272,19 +272,15 @@ const Instance* choose_named(const Shape& s, Layout layout, std::initializer_lis
 }
 
 TEST(Heuristics, OnchipForwardSpreadsTheGroupOverTheMostThreadsThatEachGetAVector) {
-  // channels-last SD 8x8 C=2560 (1280 vectors of 4): 512; SD 16x16 C=640 (1280 of 4): 512,
-  // not 1024 (up to 512 threads); det 7x11 C=256 (77 of 8): no block is that small, so the
-  // smallest, 128
+  // channels-last det 7x11 C=256 (77 vectors of 8): no block is that small, so the smallest, 128
+  // (SD 16x16 C=640, 1280 vectors of 4, took 512 x 4 x 8 over 1024 x 4 x 8 until 512 x 4 x 4
+  // loaded its slots at once: OnchipChannelsLastForwardTakesSlotsLoadedAtOnceFirst)
   struct Case {
     Shape s;
     const char* want;
     const char* other;
   };
-  for (const Case& c : {Case{Shape{2, 2560, {8, 8}, 32}, "gn_fwd_f16_f16_cl_swish_onchip_b512_v4_e8",
-                             "gn_fwd_f16_f16_cl_swish_onchip_b256_v4_e8"},
-                        Case{Shape{2, 640, {16, 16}, 32}, "gn_fwd_f16_f16_cl_swish_onchip_b512_v4_e8",
-                             "gn_fwd_f16_f16_cl_swish_onchip_b1024_v4_e8"},
-                        Case{Shape{2, 256, {7, 11}, 32}, "gn_fwd_f16_f16_cl_swish_onchip_b128_v8_e1",
+  for (const Case& c : {Case{Shape{2, 256, {7, 11}, 32}, "gn_fwd_f16_f16_cl_swish_onchip_b128_v8_e1",
                              "gn_fwd_f16_f16_cl_swish_onchip_b512_v8_e8"}}) {
     const Instance* inst = choose_named(c.s, Layout::channels_last, {c.want, c.other});
     if (!inst) GTEST_SKIP() << "the preset lacks " << c.want << " or " << c.other;
@@ -293,14 +289,13 @@ TEST(Heuristics, OnchipForwardSpreadsTheGroupOverTheMostThreadsThatEachGetAVecto
 }
 
 TEST(Heuristics, OnchipChannelsLastForwardTakesEightByteVectorsForLargeGroups) {
-  // from 4096 elements a group, 8-byte vectors before 16-byte ones: SD 16x16 C=1280 (10240) and
-  // SD 8x8 C=2560 (5120) 512 x 4 x 8, SD 16x16 C=2560 (20480) 1024 x 4 x 8 (the one 8-byte
-  // instance that holds it whole); SD 8x8 C=1280 (2560) keeps 16-byte vectors, 256 x 8 x 2, and below
-  // 4096 elements 4-byte vectors come before 8-byte ones too (tiny, C/G = 4: 256 x 2 x 8). Where
-  // the device has clusters, groups of 8K elements or more take an instance of 16 values a
-  // thread in parts first, whatever its vector: SD 16x16 C=1280 and C=2560 256 x 8 x 2 in 3 and
-  // 6 parts, SD 32x32 C=640 (C/G = 20) 256 x 2 x 8 in 6 (bench/NOTES.md, "Sixteen values a
-  // thread")
+  // from 4096 elements a group, 8-byte vectors before 16-byte ones where no instance whose slots
+  // load at once holds the group (the next test): SD 16x16 C=1280 (10240) 512 x 4 x 8, SD 16x16
+  // C=2560 (20480) 1024 x 4 x 8 (the one 8-byte instance that holds it whole); SD 8x8 C=1280
+  // (2560) keeps 16-byte vectors, 256 x 8 x 2. Where the device has clusters, groups of 8K
+  // elements or more take an instance of 16 values a thread in parts first, whatever its vector:
+  // SD 16x16 C=1280 and C=2560 256 x 8 x 2 in 3 and 6 parts (bench/NOTES.md, "Sixteen values a
+  // thread"); tiny (C/G = 4) and SD 32x32 C=640 take four slots at once (the test of that name)
   const char* v4 = "gn_fwd_f16_f16_cl_swish_onchip_b512_v4_e8";
   const char* v4_1024 = "gn_fwd_f16_f16_cl_swish_onchip_b1024_v4_e8";
   const char* v8 = "gn_fwd_f16_f16_cl_swish_onchip_b512_v8_e8";
@@ -308,24 +303,11 @@ TEST(Heuristics, OnchipChannelsLastForwardTakesEightByteVectorsForLargeGroups) {
   const Instance* mid = choose_named(Shape{2, 1280, {16, 16}, 32}, Layout::channels_last, {v4, v4_1024, v8, v8_small});
   if (!mid) GTEST_SKIP() << "the preset lacks the onchip 8-byte and 16-byte instances";
   EXPECT_EQ(mid->name(), clusters() ? v8_small : v4);
-  EXPECT_EQ(choose_named(Shape{2, 2560, {8, 8}, 32}, Layout::channels_last, {v4})->name(), v4);
   // (where the device has clusters, 256 x 8 x 2 in six parts: 16 values a thread)
   const char* v4_parts = "gn_fwd_f16_f16_cl_swish_onchip_b256_v4_e8";
   EXPECT_EQ(choose_named(Shape{2, 2560, {16, 16}, 32}, Layout::channels_last, {v4_1024, v4_parts, v8_small})->name(),
             clusters() ? v8_small : v4_1024);
-  if (clusters()) {
-    const char* v2_parts = "gn_fwd_f16_f16_cl_swish_onchip_b256_v2_e8";
-    const Instance* sd32 = choose_named(Shape{2, 640, {32, 32}, 32}, Layout::channels_last, {v4_parts, v2_parts});
-    ASSERT_NE(sd32, nullptr);
-    EXPECT_EQ(sd32->name(), v2_parts);
-    Problem p = make_problem({2, 640, {32, 32}, 32}, DataType::f16, DataType::f16, Layout::channels_last,
-                             Activation::swish);
-    EXPECT_EQ(sd32->onchip_parts(p).parts, 6);
-  }
   EXPECT_EQ(choose_named(Shape{2, 1280, {8, 8}, 32}, Layout::channels_last, {v8_small})->name(), v8_small);
-  const char* v2_tiny = "gn_fwd_f16_f16_cl_swish_onchip_b256_v2_e8";
-  EXPECT_EQ(choose_named(Shape{1, 32, {8, 8}, 8}, Layout::channels_last, {v2_tiny, "gn_fwd_f16_f16_cl_swish_onchip_b256_v4_e8"})->name(),
-            v2_tiny);
 }
 
 TEST(Heuristics, ChannelsLastStreamForwardTakesOneColumnWhereTheRowAllows) {
@@ -403,7 +385,7 @@ TEST(Heuristics, SplitForwardTakesSmallSlicesOnlyForTinyTensors) {
   // (bench/NOTES.md, "A group in parts" and "Sixteen parts")
   EXPECT_EQ(choose(Shape{2, 64, {32, 32}, 1}, Layout::channels_last)->name(),
             wide_clusters() ? "gn_fwd_f16_f16_cl_swish_onchip_b256_v8_e2"
-            : clusters()    ? "gn_fwd_f16_f16_cl_swish_onchip_b256_v4_e8"
+            : clusters()    ? "gn_fwd_f16_f16_cl_swish_onchip_b256_v8_e4"
                             : "gn_fwd_f16_f16_cl_swish_split_b128_v8_e1");
   if (!clusters())  // (else the onchip forward in parts)
     EXPECT_EQ(choose(Shape{1, 512, {64, 64}, 32}, Layout::channels_first)->name(), "gn_fwd_f16_f16_cf_swish_split_b256_v8_e4");
@@ -580,20 +562,56 @@ TEST(Heuristics, SmallChannelsLastTensorsOfLargeGroupsTakeAClusterAGroup) {
   // where the device has clusters, groups past what one workgroup holds, below 72 KB of x a
   // compute unit, with 8-byte vectors: the onchip forward in parts, the instance whose slots
   // the part fills most, then the fewest parts, or the most below a group a quarter of the
-  // compute units (bench/NOTES.md, "A group in parts"): sd15_32x1920 1024 x 4 x 8 in 2 parts,
-  // sd15_32x1280 512 x 4 x 8 in 3, vae_64x512 (32 groups) 256 x 4 x 8 in 8; sd15_16x1280 (10240
-  // elements) 256 x 8 x 2 in 3 (16 values a thread first); not sd15_64x320 (C/G = 10: 4-byte
-  // vectors), which stays resident, nor sdxl 32x32 C=2560 (78 KB), which splits
+  // compute units (bench/NOTES.md, "A group in parts"): sd15_32x1920 1024 x 4 x 8 in 2 parts;
+  // sd15_16x1280 (10240 elements) 256 x 8 x 2 in 3 (16 values a thread first); C/G of 16-byte
+  // vectors the instances whose slots load at once first (the next test); not sd15_64x320 (C/G =
+  // 10: 4-byte vectors), which stays resident, nor sdxl 32x32 C=2560 (78 KB), which splits
   if (!clusters()) GTEST_SKIP() << "the device has no thread-block clusters (or HIPGN_CLUSTERS=0)";
   const Layout cl = Layout::channels_last;
   expect_parts(Shape{2, 1920, {32, 32}, 32}, cl, "gn_fwd_f16_f16_cl_swish_onchip_b1024_v4_e8", 2);
-  expect_parts(Shape{2, 1280, {32, 32}, 32}, cl, "gn_fwd_f16_f16_cl_swish_onchip_b512_v4_e8", 3);
-  expect_parts(Shape{1, 512, {64, 64}, 32}, cl, "gn_fwd_f16_f16_cl_swish_onchip_b256_v4_e8", 8);
   expect_parts(Shape{2, 1280, {16, 16}, 32}, cl, "gn_fwd_f16_f16_cl_swish_onchip_b256_v8_e2", 3);
   if (reaches(Family::resident, {2, 320, {64, 64}, 32}, cl))  // (else the onchip family is the build's best)
     EXPECT_NE(choose({2, 320, {64, 64}, 32}, cl)->spec().family, Family::onchip);
   if (reaches(Family::split, {2, 2560, {32, 32}, 32}, cl))  // (a smaller preset)
     EXPECT_EQ(choose({2, 2560, {32, 32}, 32}, cl)->spec().family, Family::split);
+}
+
+TEST(Heuristics, OnchipChannelsLastForwardTakesSlotsLoadedAtOnceFirst) {
+  // 16-bit values: the instances whose slots a thread all load at once (kOnchipAtOnceSlots)
+  // first where they hold the group whole, and in parts those of 16-byte vectors, or of 256
+  // threads in up to 8 parts (bench/NOTES.md, "Four slots at once"). Whole: SD 8x8 C=2560 (5120
+  // elements) 256 x 8 x 4, not the 8-byte 512 x 4 x 8; SD 16x16 C=640 (5120, C/G = 20) 512 x 4 x
+  // 4; tiny (C/G = 4) 256 x 4 x 4. Where the device has clusters: g16_32x640 and sd15_32x1280
+  // 256 x 8 x 4 in 6 parts, vae_64x512 in 8, with clusters of 16 det_25x42x2048 in 9 (of 8, 512
+  // x 4 x 8 in 5: 256 x 8 x 4 needs 9); sd15_32x640 (C/G = 20) 256 x 4 x 4 in 6, sd15_16x1920
+  // (C/G = 60) in 4, sd15_32x320 (C/G = 10) 256 x 2 x 4 in 6; not sd15_32x960, whose 256 x 2 x 4
+  // needs 16 parts: 256 x 2 x 8 in 8
+  const char* e4 = "gn_fwd_f16_f16_cl_swish_onchip_b256_v8_e4";
+  const char* v4 = "gn_fwd_f16_f16_cl_swish_onchip_b512_v4_e8";
+  const char* v4_e4 = "gn_fwd_f16_f16_cl_swish_onchip_b256_v4_e4";
+  const char* v4_e4_512 = "gn_fwd_f16_f16_cl_swish_onchip_b512_v4_e4";
+  const char* v2_e4 = "gn_fwd_f16_f16_cl_swish_onchip_b256_v2_e4";
+  const Instance* whole = choose_named(Shape{2, 2560, {8, 8}, 32}, Layout::channels_last, {e4, v4, v4_e4, v4_e4_512, v2_e4});
+  if (!whole) GTEST_SKIP() << "the preset lacks the onchip forwards of four slots or 512 x 4 x 8";
+  EXPECT_EQ(whole->name(), e4);
+  EXPECT_EQ(choose(Shape{2, 640, {16, 16}, 32}, Layout::channels_last)->name(), v4_e4_512);
+  EXPECT_EQ(choose(Shape{1, 32, {8, 8}, 8}, Layout::channels_last)->name(), v4_e4);
+  const char* e4_bf16 = "gn_fwd_bf16_bf16_cl_swish_onchip_b256_v8_e4";
+  if (const Instance* bf16 = choose_named(Shape{2, 2560, {8, 8}, 32}, Layout::channels_last, {e4_bf16}, DataType::bf16))
+    EXPECT_EQ(bf16->name(), e4_bf16);
+  if (!clusters()) return;
+  const Layout cl = Layout::channels_last;
+  expect_parts(Shape{2, 640, {32, 32}, 16}, cl, e4, 6);
+  expect_parts(Shape{2, 1280, {32, 32}, 32}, cl, e4, 6);
+  expect_parts(Shape{1, 512, {64, 64}, 32}, cl, e4, 8);
+  if (wide_clusters())
+    expect_parts(Shape{2, 2048, {25, 42}, 32}, cl, e4, 9);
+  else
+    expect_parts(Shape{2, 2048, {25, 42}, 32}, cl, v4, 5);
+  expect_parts(Shape{2, 640, {32, 32}, 32}, cl, v4_e4, 6);
+  expect_parts(Shape{2, 1920, {16, 16}, 32}, cl, v4_e4, 4);
+  expect_parts(Shape{2, 320, {32, 32}, 32}, cl, v2_e4, 6);
+  expect_parts(Shape{2, 960, {32, 32}, 32}, cl, "gn_fwd_f16_f16_cl_swish_onchip_b256_v2_e8", 8);
 }
 
 TEST(Heuristics, ChannelsFirstGroupsOf8KTo64KTakeAClusterAGroup) {
@@ -748,12 +766,13 @@ TEST(Heuristics, SmallChannelsLastTensorsGoResident) {
   // a tiny tensor of groups narrower than the vector (instance_norm_32x64, C/G = 1): onchip, a
   // column a workgroup or a cluster, the most workgroups: where the device has clusters 128 x 8
   // x 1, a column of 8 channels in 8 parts (fwd_onchip_columns_parts_kernel: 128 workgroups);
-  // else 2-channel columns (fwd_onchip_columns: 64), 256 x 8 (the fewest threads). C/G = 3
-  // divides no vector: looped
+  // else 2-channel columns (fwd_onchip_columns: 64), of 256 threads (the fewest) the tightest,
+  // 256 x 2 x 4 (unmeasured without clusters: 256 x 2 x 8 before that instance was built). C/G =
+  // 3 divides no vector: looped
   if (clusters())
     expect_parts(Shape{2, 64, {32, 32}, 64}, cl, "gn_fwd_f16_f16_cl_swish_onchip_b128_v8_e1", 8);
   else
-    EXPECT_EQ(choose({2, 64, {32, 32}, 64}, cl)->name(), "gn_fwd_f16_f16_cl_swish_onchip_b256_v2_e8");
+    EXPECT_EQ(choose({2, 64, {32, 32}, 64}, cl)->name(), "gn_fwd_f16_f16_cl_swish_onchip_b256_v2_e4");
   // the backward has no columns in parts: a column must fit one workgroup (128 x 8 x 1 holds 128
   // of the 1024 rows)
   if (const Instance* one = Registry::global().find("gn_bwd_f16_f16_cl_swish_onchip_b128_v8_e1")) {

@@ -49,6 +49,10 @@ constexpr std::int64_t kOnchipClFwdEightByteFromElements = 4096;
 // The channels-last onchip forward's instances of at most this many values a thread first, for
 // groups that may be held in parts (better()).
 constexpr int kOnchipClFwdPartValues = 16;
+// The channels-last onchip forward's preferences for groups in parts (16 values a thread, slots
+// loaded at once but for 16-byte vectors) hold for instances of at most this many threads: of
+// 512, four slots at once lost wherever the group was in parts (better()).
+constexpr int kOnchipClFwdPartThreads = 256;
 // The channels-first onchip forward of 16-bit values in parts up to groups of this many (below).
 constexpr std::int64_t kOnchipCfFwdPartsMaxElements = std::int64_t(1) << 18;
 // The channels-first onchip forward's parts nearest this many bytes of x first (better()):
@@ -626,22 +630,53 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     if (ca && x.block != y.block) return x.block < y.block;
   }
   if (x.family == Family::onchip && p.op == Op::fwd && p.layout == Layout::channels_last) {
-    // the channels-last onchip forward. Groups that may be held in parts (Instance::
-    // onchip_parts): instances of at most 16 values a thread first, whatever their vector, where
-    // the parts hold the group so (more workgroups, each a shorter chain of loads, reductions,
-    // exchange and stores): H100, fp16 / bf16, L2-cold, bench.py --best, 2026-11-28
-    // (bench/NOTES.md, "Sixteen values a thread"): sd15_16x1280 256 x 8 x 2 in 3 parts 4.95 us
-    // against 512 x 4 x 8 whole 5.34; sd15_16x2560 256 x 8 x 2 in 6 6.41 / 6.50 against 256 x 4
-    // x 8 in 3 7.16 / 7.18; sd15_32x640 256 x 2 x 8 in 6 7.23 against 256 x 4 x 8 in 3 7.70;
-    // sd15_32x960 256 x 2 x 8 in 8 8.88 against 512 x 2 x 16 in 2 9.02. Where no such instance
-    // holds the group in a cluster's parts (vae_64x512, sd15_32x1280, det_25x42x2048), as below.
-    // fp32 the same (H200, SiLU, L2-cold, bench.py --best, 2026-11-29; bench/NOTES.md, "fp32's
-    // onchip forward"): sd15_64x320, 64 groups of 40960, 256 x 2 x 8 in 10 parts 15.47 us
-    // against 512 x 2 x 16 in 3 16.50 and 1024 x 2 x 16 in 2 17.86; r50_56x256_n32, 1024 groups
-    // of 25088, 256 x 4 x 4 and 256 x 2 x 8 79.4-79.5 against 1024 x 4 x 8 whole 83.2 (the
-    // fastest 512 x 2 x 16 in 2, 76.8), but without the 16-bit wide parts' limit, which would
-    // have taken sd15_64x320's 3 parts.
+    // the channels-last onchip forward. Groups that may be held in parts (Instance::onchip_parts):
+    // instances of at most 16 values a thread first, whatever their vector, where the parts hold
+    // the group so (more workgroups, each a shorter chain of loads, reductions, exchange and
+    // stores): H100, fp16 / bf16, L2-cold, bench.py --best, 2026-11-28 (bench/NOTES.md, "Sixteen
+    // values a thread"): sd15_16x1280 256 x 8 x 2 in 3 parts 4.95 us against 512 x 4 x 8 whole
+    // 5.34; sd15_16x2560 256 x 8 x 2 in 6 6.41 / 6.50 against 256 x 4 x 8 in 3 7.16 / 7.18;
+    // sd15_32x640 256 x 2 x 8 in 6 7.23 against 256 x 4 x 8 in 3 7.70; sd15_32x960 256 x 2 x 8 in 8
+    // 8.88 against 512 x 2 x 16 in 2 9.02. Of 256 threads (kOnchipClFwdPartThreads): the first of
+    // 512 with 16 values, 512 x 4 x 4, lost (H200, fp16 / fp32, 2026-11-29: sd15_32x1920 in 8 parts
+    // 15.35 us against 1024 x 4 x 8 in 2 12.25, fp32 odd_1d_8191_c256 33.29 against 256 x 4 x 8
+    // 29.09). Where no such instance holds the group in a cluster's parts (vae_64x512,
+    // sd15_32x1280, det_25x42x2048), as below. fp32 the same (H200, SiLU, L2-cold, bench.py --best,
+    // 2026-11-29; bench/NOTES.md, "fp32's onchip forward"): sd15_64x320, 64 groups of 40960, 256 x
+    // 2 x 8 in 10 parts 15.47 us against 512 x 2 x 16 in 3 16.50 and 1024 x 2 x 16 in 2 17.86;
+    // r50_56x256_n32, 1024 groups of 25088, 256 x 4 x 4 and 256 x 2 x 8 79.4-79.5 against 1024 x 4
+    // x 8 whole 83.2 (the fastest 512 x 2 x 16 in 2, 76.8), but without the 16-bit wide parts'
+    // limit, which would have taken sd15_64x320's 3 parts.
     const bool sixteen_bit = size_of(p.x_dtype) == 2;
+    // 16-bit: first the instances whose slots load at once (kOnchipAtOnceSlots, 7a9ce36) where
+    // they hold the group whole; in parts those of 16-byte vectors, and of 256 threads in at most
+    // a portable cluster's parts (kOnchipClFwdPartThreads). Before every rule below, which
+    // were measured when such slots loaded in rounds. H200, fp16 / bf16 SiLU, L2-cold, bench.py
+    // --best, 2026-11-29, sixteenth session (bench/NOTES.md, "Four slots at once"). Whole:
+    // sd15_8x2560 (5120 elements) 256 x 8 x 4 3.46 / 3.52 us against 512 x 4 x 8 4.43 / 4.46;
+    // sd15_16x640 512 x 4 x 4 3.78 / 3.80 against 256 x 4 x 8 4.44 / 4.50. 16-byte in parts,
+    // past 8 too: det_25x42x2048 256 x 8 x 4 in 9 12.69 / 12.65 against 512 x 4 x 8 14.97 /
+    // 14.86; g16_32x640 6.00 / 6.03 against 256 x 4 x 8 6.84 / 6.85; vae_64x512 (in 8 parts
+    // each) 7.52 / 7.59 against 8.27 / 8.32; sdxl_32x2560 (the split family's, by the rules) in
+    // 11 16.35 / 16.40 against 512 x 4 x 8 16.58 / 16.49; one row the other way, within 2%
+    // (sd15_32x1280 9.52 / 9.55 against 512 x 4 x 8 9.33 / 9.27). Narrower vectors in parts:
+    // sd15_32x640 256 x 4 x 4 in 6 6.20 / 6.20 against 256 x 2 x 8 6.76 / 6.79, odd_31x31_c640 in
+    // 5 5.95 / 5.91 against 6.79 / 6.82, sd15_16x1920 in 4 5.36 / 5.35 against 256 x 4 x 8 6.02 /
+    // 6.00, sd15_32x320 256 x 2 x 4 in 6 5.46 / 5.48 against 5.89 / 5.88; not in 16 parts
+    // (sd15_32x960 256 x 2 x 4 9.92 / 10.12 against 256 x 2 x 8 in 8 8.21 / 8.27, sd15_32x1920
+    // 256 x 4 x 4 14.27 / 14.15 against 1024 x 4 x 8 in 2 12.33 / 12.31), nor 512 threads in parts
+    // (512 x 4 x 4 sd15_32x640 7.02, sd15_32x1920 in 8 15.51, sd15_16x2560 6.56 against 5.94).
+    // Between two such instances the rules below (layer_norm_32x64 256 x 8 x 2 in 16 parts 3.96 /
+    // 3.94 against 256 x 8 x 4 in 8 4.27 / 4.29; vae_64x512 256 x 8 x 4 in 8 against 256 x 8 x 2
+    // in 16 9.19), but for the 8-byte vectors' rule, which was theirs in rounds.
+    const auto once = [&](const InstanceSpec& s, const Instance::OnchipParts& q) {
+      return s.per_thread <= kOnchipAtOnceSlots &&
+             (q.parts <= 1 || s.vector * size_of(p.x_dtype) == 16 ||
+              (s.block <= kOnchipClFwdPartThreads && q.parts <= kClusterPortable));
+    };
+    // (rows: a column's instances, groups narrower than the vector, were not measured so)
+    const bool once_a = sixteen_bit && !ca && once(x, pa), once_b = sixteen_bit && !cb && once(y, pb);
+    if (once_a != once_b) return once_a;
     if (in_parts) {
       // 16-bit: parts past a portable cluster's 8 (Instance::onchip_parts) only for groups so
       // few that clusters of 8 would leave three quarters of the compute units idle:
@@ -653,21 +688,22 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
       const bool wide_a = pa.parts > kClusterPortable, wide_b = pb.parts > kClusterPortable;
       if (sixteen_bit && wide_a != wide_b)
         return wide_a == (double(p.num_groups()) * kClusterPortable <= kOnchipClFwdWidePartsBelowCuShare * cus);
-      const bool few_a = x.per_thread * x.vector <= kOnchipClFwdPartValues,
-                 few_b = y.per_thread * y.vector <= kOnchipClFwdPartValues;
+      const bool few_a = x.per_thread * x.vector <= kOnchipClFwdPartValues && x.block <= kOnchipClFwdPartThreads,
+                 few_b = y.per_thread * y.vector <= kOnchipClFwdPartValues && y.block <= kOnchipClFwdPartThreads;
       if (few_a != few_b) return few_a;
     }
-    // Then, 16-bit values (fp32 unmeasured), from a large group 8-byte vectors before 16-byte ones,
-    // below it after 16-byte and 4-byte ones (H100, fp16 / bf16, L2-cold, bench.py --best, the same
-    // process: sd15_8x2560, 5120 elements, 512 x 4 x 8 4.70 / 4.74 us against 512 x 8 x 8 4.90 /
-    // 4.93; sd15_16x1280, 10240, 5.55 / 5.66 against 6.00 / 6.03; sd15_16x2560, 20480, 1024 x 4 x 8
-    // 7.83 / 7.71 against 8.49 / 8.41), not a smaller one (r50_7x2048_n32, 3136: 256 x 8 x 2 10.28
-    // / 10.56 against 256 x 4 x 8 10.75 / 10.91; sd15_8x1280, 2560: 3.97 / 4.01 against 4.09 /
-    // 4.20), where 4-byte vectors beat them too (256 x 2 x 8: r50_7x2048_n32 10.01 / 10.09;
-    // det_13x21x256, 2184, 3.99 / 3.99 against 4.15 / 4.19; tiny, 256, 2.65 / 2.64 against 2.76 /
-    // 2.74); bench/NOTES.md, "8-byte vectors for the channels-last onchip forward"
+    // Then, 16-bit values (fp32 unmeasured), instances whose slots load in rounds: from a large
+    // group 8-byte vectors before 16-byte ones, below it after 16-byte and 4-byte ones (H100, fp16
+    // / bf16, L2-cold, bench.py --best, the same process: sd15_8x2560, 5120 elements, 512 x 4 x 8
+    // 4.70 / 4.74 us against 512 x 8 x 8 4.90 / 4.93; sd15_16x1280, 10240, 5.55 / 5.66 against 6.00
+    // / 6.03; sd15_16x2560, 20480, 1024 x 4 x 8 7.83 / 7.71 against 8.49 / 8.41), not a smaller one
+    // (r50_7x2048_n32, 3136: 256 x 8 x 2 10.28 / 10.56 against 256 x 4 x 8 10.75 / 10.91;
+    // sd15_8x1280, 2560: 3.97 / 4.01 against 4.09 / 4.20), where 4-byte vectors beat them too (256
+    // x 2 x 8: r50_7x2048_n32 10.01 / 10.09; det_13x21x256, 2184, 3.99 / 3.99 against 4.15 / 4.19;
+    // tiny, 256, 2.65 / 2.64 against 2.76 / 2.74); bench/NOTES.md, "8-byte vectors for the
+    // channels-last onchip forward"
     const bool eight_a = x.vector == 4, eight_b = y.vector == 4;
-    if (sixteen_bit && eight_a != eight_b)
+    if (sixteen_bit && !once_a && eight_a != eight_b)
       return eight_a == (p.group_elements() >= kOnchipClFwdEightByteFromElements);
   }
   if (x.family == Family::onchip && p.op != Op::fwd && p.layout == Layout::channels_last && x.vector != y.vector &&
