@@ -237,9 +237,11 @@ TEST(Heuristics, SpatialSizeOneRunsAsChannelsLast) {
   std::size_t bytes = 0;
   EXPECT_TRUE(h.workspace_size(p1, chosen->name(), &bytes).ok());
   EXPECT_TRUE(h.set_tuned(p1, chosen->name()).ok());
-  const Instance* two = choose(Shape{8, 512, {2}, 32}, Layout::channels_first);
-  ASSERT_NE(two, nullptr);
-  EXPECT_EQ(two->spec().layout, Layout::channels_first) << two->name();
+  // (a build narrowed to channels-last has no instance for a spatial size of 2 channels-first)
+  if (const Instance* two = choose(Shape{8, 512, {2}, 32}, Layout::channels_first))
+    EXPECT_EQ(two->spec().layout, Layout::channels_first) << two->name();
+  else
+    EXPECT_FALSE(built(Family::looped, DataType::f16, Layout::channels_first));
   // a registry of channels-first instances only keeps the layout
   Registry reg;
   const LaunchFn never = [](const Params&, hipStream_t) { return hipErrorInvalidValue; };
@@ -410,7 +412,7 @@ TEST(Heuristics, SplitForwardTakes4096ElementSlicesOutsideTheBandOf8192) {
   if (Registry::global().find("gn_fwd_f16_f16_cf_swish_split_b128_v8_e4"))  // (a channels-last build has none)
     EXPECT_EQ(choose(Shape{2, 2560, {32, 32}, 32}, Layout::channels_first)->name(),
               "gn_fwd_f16_f16_cf_swish_split_b128_v8_e4");
-  if (!clusters())  // (else the onchip forward in parts)
+  if (!clusters() && Registry::global().find("gn_fwd_f16_f16_cf_swish_split_b256_v8_e4"))  // (else the onchip forward in parts)
     EXPECT_EQ(choose(Shape{1, 512, {64, 64}, 32}, Layout::channels_first)->name(),
               "gn_fwd_f16_f16_cf_swish_split_b256_v8_e4");
 }
