@@ -692,11 +692,12 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
                  few_b = y.per_thread * y.vector <= kOnchipClFwdPartValues && y.block <= kOnchipClFwdPartThreads;
       if (few_a != few_b) return few_a;
     }
-    // Then, 16-bit values (fp32 unmeasured), instances whose slots load in rounds: from a large
-    // group 8-byte vectors before 16-byte ones, below it after 16-byte and 4-byte ones (H100, fp16
-    // / bf16, L2-cold, bench.py --best, the same process: sd15_8x2560, 5120 elements, 512 x 4 x 8
-    // 4.70 / 4.74 us against 512 x 8 x 8 4.90 / 4.93; sd15_16x1280, 10240, 5.55 / 5.66 against 6.00
-    // / 6.03; sd15_16x2560, 20480, 1024 x 4 x 8 7.83 / 7.71 against 8.49 / 8.41), not a smaller one
+    // Then, 16-bit values (fp32 unmeasured), instances the rule above does not take first (their
+    // slots load in rounds, or at once but in parts it leaves out): from a large group 8-byte
+    // vectors before 16-byte ones, below it after 16-byte and 4-byte ones (H100, fp16 / bf16,
+    // L2-cold, bench.py --best, the same process: sd15_8x2560, 5120 elements, 512 x 4 x 8 4.70 /
+    // 4.74 us against 512 x 8 x 8 4.90 / 4.93; sd15_16x1280, 10240, 5.55 / 5.66 against 6.00 /
+    // 6.03; sd15_16x2560, 20480, 1024 x 4 x 8 7.83 / 7.71 against 8.49 / 8.41), not a smaller one
     // (r50_7x2048_n32, 3136: 256 x 8 x 2 10.28 / 10.56 against 256 x 4 x 8 10.75 / 10.91;
     // sd15_8x1280, 2560: 3.97 / 4.01 against 4.09 / 4.20), where 4-byte vectors beat them too (256
     // x 2 x 8: r50_7x2048_n32 10.01 / 10.09; det_13x21x256, 2184, 3.99 / 3.99 against 4.15 / 4.19;

@@ -269,7 +269,8 @@ inline constexpr int kOnchipPartsBwdChannels = 256;
 
 // The onchip forward's slots a thread that all load at once, before any of them is used
 // (onchip.hpp, kOnchipLoadsAtOnce): the kernels' loads, and the heuristic's order of the
-// channels-last forward's instances (better()), since such instances won where they hold a group.
+// channels-last forward's instances (better(): such instances first where they hold a group, in
+// parts within the limits measured there).
 inline constexpr int kOnchipAtOnceSlots = 4;
 
 // The resident family's limits and shapes, shared by the runtime (support, workspace, launch
