@@ -144,6 +144,19 @@ RuleTables sm_90() {
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
           .bytes_per_cu(0, kOnchipPartsClFwdBytesPerCu)
           .vector_bytes(8),
+      // ... and on to 96 KB where C/G's channels take 16-byte vectors: on the H200 the H100's
+      // exception above turned round (fp16 / bf16 SiLU, L2-cold, bench.py --best, 2026-11-29,
+      // bench/results/h200): sdxl_32x2560 (78 KB, C/G = 80) onchip 256 x 8 x 4 in 11 parts 16.3
+      // / 16.2 us against split 17.3-18.8 / 17.7-17.8; not past 96 KB (vae_128x512, 124 KB, C/G
+      // = 16: onchip at best 25.2 / 26.2 against stream 23.6 / 23.4; det_50x84x1024, 127 KB,
+      // 25.0 / 26.4 against 23.4 / 23.7), nor C/G of 8-byte vectors, whose order among the
+      // onchip instances is not measured there (sd15_64x640, 78 KB, C/G = 20: onchip 512 x 2 x
+      // 16 18.9 against stream 19.2, but 1024 x 4 x 8 22.3) ...
+      Rule{Family::onchip, kAny, 0, "channels-last, a small tensor of large 16-byte groups: a thread-block cluster a group",
+           std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
+          .bytes_per_cu(kOnchipPartsClFwdBytesPerCu, kSmallBytesPerCu)
+          .group_runs(16)
+          .only({DataType::f16, DataType::bf16}),
       // ... and fp32 groups of up to 64K elements with 8-byte vectors or wider, whatever the
       // tensor's size, as the channels-first fp32 rule below: the stream family, sized on
       // 16-bit values, lost to the onchip one on both such fp32 rows of the suite (H200, SiLU,
