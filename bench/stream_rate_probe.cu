@@ -21,11 +21,28 @@
 
 namespace {
 
-enum Kind { kCopy, kRead, kWrite };
+// kShareRead: `read` with each workgroup walking a contiguous share of x of its own (n / grid
+// vectors), as the stream family's phase 1 does, where the grid-stride loop has the whole grid
+// inside one window of grid x B x U vectors at a time
+enum Kind { kCopy, kRead, kWrite, kShareRead };
 
 template <int B, int U, int MINB, int K>
 __global__ void __launch_bounds__(B, MINB) stream(const uint4* x, uint4* y, long long n, float* sink) {
   float acc = 0.f;
+  if constexpr (K == kShareRead) {
+    const long long share = (n + gridDim.x - 1) / gridDim.x, lo = blockIdx.x * share, hi = min(n, lo + share);
+    for (long long i0 = lo + threadIdx.x; i0 < hi; i0 += B * U) {
+      uint4 r[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (i0 + u * B < hi) r[u] = x[i0 + u * B];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (i0 + u * B < hi) acc += sum8(r[u]);
+    }
+    if (acc == 12345.f) sink[blockIdx.x] = acc;
+    return;
+  }
   const long long step = (long long)gridDim.x * B * U;
   for (long long i0 = (long long)blockIdx.x * B * U + threadIdx.x; i0 < n; i0 += step) {
     uint4 r[U];
@@ -65,8 +82,9 @@ void run(const std::vector<Set>& sets, long long n, bool persistent, double copy
   for (const Set& st : sets) kernel<<<unsigned(grid), B, smem, s>>>(st.x, st.y, n, sink);
   const double us = replay_median_us(s, 10, int(sets.size()));
   const double moved = (K == kCopy ? 2.0 : 1.0) * double(n) * 16;
-  std::printf("  %-5s B %4d U %d %-13s grid %7lld (%d a CU resident): %7.1f us, %.2f TB/s\n",
-              K == kCopy ? "copy" : K == kRead ? "read" : "write", B, U, persistent ? "persistent" : "oversubscribed",
+  if (K == kShareRead && !persistent) return;  // one step a workgroup: the same as read
+  std::printf("  %-10s B %4d U %d %-13s grid %7lld (%d a CU resident): %7.1f us, %.2f TB/s\n",
+              K == kCopy ? "copy" : K == kRead ? "read" : K == kWrite ? "write" : "share read", B, U, persistent ? "persistent" : "oversubscribed",
               grid, per_sm, us, moved / us / 1e6);
   if (K == kCopy) std::printf("        %.0f%% of cudaMemcpy\n", 100.0 * copy_us / us);
   std::fflush(stdout);
@@ -77,8 +95,9 @@ void run(const std::vector<Set>& sets, long long n, bool persistent, double copy
 int main() {
   cudaStream_t s;
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  const long long bytes = 128ll << 20, n = bytes / 16;
-  std::vector<Set> sets(2);
+  for (const long long bytes : {128ll << 20, 40ll << 20}) {
+  const long long n = bytes / 16;
+  std::vector<Set> sets(bytes > (64ll << 20) ? 2 : 3);
   for (Set& st : sets) {
     CHECK(cudaMalloc(&st.x, bytes));
     CHECK(cudaMalloc(&st.y, bytes));
@@ -91,6 +110,7 @@ int main() {
   const double copy = replay_median_us(s, 10, int(sets.size()));
   std::printf("x %.1f MB: cudaMemcpy %.1f us, %.2f TB/s (read + write)\n", bytes / 1e6, copy, 2.0 * bytes / copy / 1e6);
 #define ALL(B, U, M, P, ...)                                         \
+  run<B, U, M, kShareRead>(sets, n, P, copy, sink, s, ##__VA_ARGS__);  \
   run<B, U, M, kCopy>(sets, n, P, copy, sink, s, ##__VA_ARGS__);  \
   run<B, U, M, kRead>(sets, n, P, copy, sink, s, ##__VA_ARGS__);  \
   run<B, U, M, kWrite>(sets, n, P, copy, sink, s, ##__VA_ARGS__);
@@ -110,5 +130,11 @@ int main() {
   ALL(256, 4, 4, false)
   ALL(512, 4, 2, false)
   ALL(128, 8, 8, false)
+  for (Set& st : sets) {
+    CHECK(cudaFree(st.x));
+    CHECK(cudaFree(st.y));
+  }
+  CHECK(cudaFree(sink));
+  }
   return 0;
 }
