@@ -252,34 +252,16 @@ double time_graph(const std::vector<Args>& sets, int grid, bool copy, std::size_
 // y of the first set against a float64 normalization of x, every group
 void check(const Args& a, long long groups) {
   const std::size_t n = std::size_t(groups * a.m);
-  std::vector<__half> x(n), y(n);
-  CHECK(cudaMemcpy(x.data(), a.x, n * 2, cudaMemcpyDeviceToHost));
-  CHECK(cudaMemcpy(y.data(), a.y, n * 2, cudaMemcpyDeviceToHost));
+  const std::vector<__half> x = to_host(a.x, n), y = to_host(a.y, n);
   double worst = 0;
   for (long long g = 0; g < groups; ++g) {
-    double s = 0, q = 0;
-    for (long long i = 0; i < a.m; ++i) s += __half2float(x[std::size_t(g * a.m + i)]);
-    const double mean = s / double(a.m);
-    for (long long i = 0; i < a.m; ++i) {
-      const double d = __half2float(x[std::size_t(g * a.m + i)]) - mean;
-      q += d * d;
-    }
-    const double rstd = 1.0 / std::sqrt(q / double(a.m) + 1e-5);
+    double mean, rstd;
+    group_moments(x, g * a.m, a.m, mean, rstd);
     for (long long i = 0; i < a.m; i += 61)
       worst = std::max(worst, std::fabs((__half2float(x[std::size_t(g * a.m + i)]) - mean) * rstd -
                                         __half2float(y[std::size_t(g * a.m + i)])));
   }
   std::printf("  check: max |y - ref| %.4f%s\n", worst, worst < 0.02 ? "" : "  MISMATCH");
-}
-
-__global__ void fill(__half* x, long long n, unsigned seed) {
-  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    unsigned h = unsigned(i) * 2654435761u ^ seed;
-    h ^= h >> 13;
-    h *= 0x5bd1e995u;
-    h ^= h >> 15;
-    x[i] = __float2half(0.5f + float(h & 0xffff) / 65536.f * 2.f - 1.f + float(i % 7) * 0.01f);
-  }
 }
 
 }  // namespace
@@ -312,7 +294,7 @@ int main() {
       CHECK(cudaMalloc(&a.stats, std::size_t(c.groups) * sizeof(float2)));
       CHECK(cudaMalloc(&a.count, std::size_t(c.groups) * sizeof(unsigned)));
       CHECK(cudaMemset(a.count, 0, std::size_t(c.groups) * sizeof(unsigned)));
-      fill<<<1024, 256, 0, s>>>(const_cast<__half*>(a.x), c.groups * c.m, 17u * unsigned(i) + 1u);
+      fill_hashed<<<1024, 256, 0, s>>>(const_cast<__half*>(a.x), c.groups * c.m, 17u * unsigned(i) + 1u, 0, 0.01f);
       a.m = c.m;
       a.spg = spg;
       a.t = t;

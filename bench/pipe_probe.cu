@@ -235,33 +235,15 @@ struct Case {
   long long hw;
 };
 
-__global__ void fill(__half* x, long long n, unsigned seed) {
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-    unsigned h = unsigned(i) * 2654435761u ^ seed;
-    h ^= h >> 13;
-    h *= 0x5bd1e995u;
-    h ^= h >> 15;
-    x[i] = __float2half(0.5f + float(h & 0xffff) / 65536.f * 2.f - 1.f + float((i >> 12) % 7) * 0.1f);
-  }
-}
-
 // y of set 0 against a float64 forward, every group, elements sampled
 void check(const Args& a, const Case& c, const std::vector<float>& gamma, const std::vector<float>& beta) {
   const long long groups = (long long)c.n * c.g;
   const std::size_t n = std::size_t(groups * a.L);
-  std::vector<__half> x(n), y(n);
-  CHECK(cudaMemcpy(x.data(), a.x, n * 2, cudaMemcpyDeviceToHost));
-  CHECK(cudaMemcpy(y.data(), a.y, n * 2, cudaMemcpyDeviceToHost));
+  const std::vector<__half> x = to_host(a.x, n), y = to_host(a.y, n);
   double worst = 0;
   for (long long g = 0; g < groups; ++g) {
-    double s = 0, q = 0;
-    for (long long i = 0; i < a.L; ++i) s += __half2float(x[std::size_t(g * a.L + i)]);
-    const double mean = s / double(a.L);
-    for (long long i = 0; i < a.L; ++i) {
-      const double d = __half2float(x[std::size_t(g * a.L + i)]) - mean;
-      q += d * d;
-    }
-    const double rstd = 1.0 / std::sqrt(q / double(a.L) + 1e-5);
+    double mean, rstd;
+    group_moments(x, g * a.L, a.L, mean, rstd);
     for (long long i = (g * 7) % 53; i < a.L; i += 53) {
       const int ch = int(g % c.g) * a.cpg + int(i / a.hw);
       const double v = (__half2float(x[std::size_t(g * a.L + i)]) - mean) * rstd * gamma[ch] + beta[ch];
@@ -336,7 +318,7 @@ int main() {
       CHECK(cudaMalloc(&a.stats, std::size_t(groups) * sizeof(float2)));
       CHECK(cudaMalloc(&a.count, std::size_t(groups) * sizeof(unsigned)));
       CHECK(cudaMemset(a.count, 0, std::size_t(groups) * sizeof(unsigned)));
-      fill<<<1024, 256, 0, s>>>(const_cast<__half*>(a.x), groups * L, 17u * unsigned(i) + 1u);
+      fill_hashed<<<1024, 256, 0, s>>>(const_cast<__half*>(a.x), groups * L, 17u * unsigned(i) + 1u, 12, 0.1f);
       a.gamma = dg, a.beta = db, a.hw = c.hw, a.L = L, a.C = c.c, a.G = c.g, a.cpg = c.c / c.g;
       sets.push_back(a);
     }

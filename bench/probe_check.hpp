@@ -1,11 +1,13 @@
 // What bench/'s standalone CUDA probes share: CHECK, which ends the probe on a CUDA error,
-// naming the call, the timing of a captured graph, and the sum of a 16-byte fp16 vector.
+// naming the call, the timing of a captured graph, the sum of a 16-byte fp16 vector, random fp16
+// inputs, and a group's float64 mean and rstd for checking outputs.
 #pragma once
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -58,4 +60,35 @@ __device__ __forceinline__ float sum8(uint4 v) {
     s += f.x + f.y;
   }
   return s;
+}
+
+// x[i] = a hashed value in [-0.5, 1.5) of (i, seed), plus `step` x ((i / 2^shift) % 7): runs of
+// 2^shift elements with different means, so groups are not all alike.
+__global__ void fill_hashed(__half* x, long long n, unsigned seed, int shift, float step) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    unsigned h = unsigned(i) * 2654435761u ^ seed;
+    h ^= h >> 13;
+    h *= 0x5bd1e995u;
+    h ^= h >> 15;
+    x[i] = __float2half(0.5f + float(h & 0xffff) / 65536.f * 2.f - 1.f + float((i >> shift) % 7) * step);
+  }
+}
+
+// n fp16 elements of device memory, copied to the host.
+inline std::vector<__half> to_host(const __half* p, std::size_t n) {
+  std::vector<__half> v(n);
+  CHECK(cudaMemcpy(v.data(), p, n * sizeof(__half), cudaMemcpyDeviceToHost));
+  return v;
+}
+
+// The float64 mean and rstd (eps 1e-5) of the `count` elements of x from `first`, two passes.
+inline void group_moments(const std::vector<__half>& x, long long first, long long count, double& mean, double& rstd) {
+  double s = 0, q = 0;
+  for (long long i = 0; i < count; ++i) s += __half2float(x[std::size_t(first + i)]);
+  mean = s / double(count);
+  for (long long i = 0; i < count; ++i) {
+    const double d = __half2float(x[std::size_t(first + i)]) - mean;
+    q += d * d;
+  }
+  rstd = 1.0 / std::sqrt(q / double(count) + 1e-5);
 }
