@@ -670,9 +670,9 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     // sd15_16x640 512 x 4 x 4 3.78 / 3.80 against 256 x 4 x 8 4.44 / 4.50. 16-byte in parts,
     // past 8 too: det_25x42x2048 256 x 8 x 4 in 9 12.69 / 12.65 against 512 x 4 x 8 14.97 /
     // 14.86; g16_32x640 6.00 / 6.03 against 256 x 4 x 8 6.84 / 6.85; vae_64x512 (in 8 parts
-    // each) 7.52 / 7.59 against 8.27 / 8.32; sdxl_32x2560 (the split family's, by the rules) in
-    // 11 16.35 / 16.40 against 512 x 4 x 8 16.58 / 16.49; one row the other way, within 2%
-    // (sd15_32x1280 9.52 / 9.55 against 512 x 4 x 8 9.33 / 9.27). Narrower vectors in parts:
+    // each) 7.52 / 7.59 against 8.27 / 8.32; sdxl_32x2560 (the onchip family's since the 96 KB
+    // rule above) in 11 16.35 / 16.40 against 512 x 4 x 8 16.58 / 16.49; one row the other way,
+    // within 2% (sd15_32x1280 9.52 / 9.55 against 512 x 4 x 8 9.33 / 9.27). Narrower vectors in parts:
     // sd15_32x640 256 x 4 x 4 in 6 6.20 / 6.20 against 256 x 2 x 8 6.76 / 6.79, odd_31x31_c640 in
     // 5 5.95 / 5.91 against 6.79 / 6.82, sd15_16x1920 in 4 5.36 / 5.35 against 256 x 4 x 8 6.02 /
     // 6.00, sd15_32x320 256 x 2 x 4 in 6 5.46 / 5.48 against 5.89 / 5.88; not in 16 parts
@@ -701,9 +701,10 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
       const bool wide_a = pa.parts > kClusterPortable, wide_b = pb.parts > kClusterPortable;
       if (sixteen_bit && wide_a != wide_b)
         return wide_a == (double(p.num_groups()) * kClusterPortable <= kOnchipClFwdWidePartsBelowCuShare * cus);
-      const bool few_a = x.per_thread * x.vector <= kOnchipClFwdPartValues && x.block <= kOnchipClFwdPartThreads,
-                 few_b = y.per_thread * y.vector <= kOnchipClFwdPartValues && y.block <= kOnchipClFwdPartThreads;
-      if (few_a != few_b) return few_a;
+      const auto few = [](const InstanceSpec& s) {
+        return s.per_thread * s.vector <= kOnchipClFwdPartValues && s.block <= kOnchipClFwdPartThreads;
+      };
+      if (few(x) != few(y)) return few(x);
     }
     // Then, 16-bit values (fp32 unmeasured), instances the rule above does not take first (their
     // slots load in rounds, or at once but in parts it leaves out): from a large group 8-byte
