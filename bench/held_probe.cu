@@ -91,22 +91,6 @@ __device__ __forceinline__ float settle(unsigned long long w, const unsigned lon
   }
   return __uint_as_float(unsigned(w));
 }
-__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
-struct St {
-  float n, mean, m2;
-};
-__device__ __forceinline__ St merge(St a, St b) {
-  const float t = a.n + b.n;
-  if (t == 0.f) return a;
-  const float d = b.mean - a.mean, f = b.n / t;
-  return St{t, a.mean + d * f, a.m2 + b.m2 + d * d * a.n * f};
-}
-
 template <int B>
 __device__ __forceinline__ float2 block_sum2(float a, float b, float2* red) {
   for (int o = 16; o > 0; o /= 2) a += __shfl_xor_sync(~0u, a, o), b += __shfl_xor_sync(~0u, b, o);
@@ -297,28 +281,9 @@ struct Case {
   int n, c, g, hw;
 };
 
-// y of set 0 against a float64 forward, every group, elements sampled
-void check(const Args& a, const Case& c, const std::vector<float>& gamma, const std::vector<float>& beta) {
-  const long long groups = (long long)c.n * c.g;
-  const std::size_t n = std::size_t(groups * a.L);
-  const std::vector<__half> x = to_host(a.x, n), y = to_host(a.y, n);
-  double worst = 0;
-  for (long long g = 0; g < groups; ++g) {
-    double mean, rstd;
-    group_moments(x, g * a.L, a.L, mean, rstd);
-    for (long long i = (g * 7) % 53; i < a.L; i += 53) {
-      const int ch = int(g % c.g) * a.cpg + int(i / a.hw);
-      const double v = (__half2float(x[std::size_t(g * a.L + i)]) - mean) * rstd * gamma[ch] + beta[ch];
-      const double ref = v / (1.0 + std::exp(-v));
-      worst = std::max(worst, std::fabs(ref - __half2float(y[std::size_t(g * a.L + i)])) / (1.0 + std::fabs(ref)));
-    }
-  }
-  std::printf("    check: max rel |y - ref| %.4f%s\n", worst, worst < 0.01 ? "" : "  MISMATCH");
-}
-
 template <int B, int TV, int MINB, int NB, int kMode = 0>
 void run_config(std::vector<Args> sets, const Case& c, int cus, double copy, bool check_it,
-                const std::vector<float>& gamma, const std::vector<float>& beta, cudaStream_t s) {
+                const Affine& af, cudaStream_t s) {
   auto kernel = held<B, TV, MINB, NB, kMode>;
   const int smem = NB * B * TV * 16;
   CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -339,16 +304,10 @@ void run_config(std::vector<Args> sets, const Case& c, int cus, double copy, boo
     std::printf("skipped (K > P: the step-apart wait could deadlock)\n");
     return;
   }
-  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  for (Args& a : sets) {
-    Args cp = a;
-    void* args[] = {&cp};
-    CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(kernel), dim3(grid), dim3(B), args, std::size_t(smem), s));
-  }
-  const double us = replay_median_us(s, 10, int(sets.size()));
+  const double us = cooperative_us(reinterpret_cast<const void*>(kernel), sets, grid, B, std::size_t(smem), s);
   std::printf("%8.1f us %5.1f%% of copy\n", us, 100.0 * copy / us);
   std::fflush(stdout);
-  if (check_it) check(sets[0], c, gamma, beta);
+  if (check_it) check_silu_forward(sets[0].x, sets[0].y, (long long)c.n * c.g, sets[0].L, sets[0].hw, c.g, sets[0].cpg, af);
   CHECK(cudaGetLastError());
 }
 
@@ -369,13 +328,7 @@ int main() {
     const int L = (c.c / c.g) * c.hw;
     const std::size_t bytes = std::size_t(groups * L) * 2;
     const int nsets = int(std::max<std::size_t>(2, (200u << 20) / bytes + 1));
-    std::vector<float> gamma(c.c), beta(c.c);
-    for (int i = 0; i < c.c; ++i) gamma[i] = 0.5f + 0.01f * float(i % 97), beta[i] = 0.02f * float(i % 13) - 0.1f;
-    float *dg, *db;
-    CHECK(cudaMalloc(&dg, c.c * 4));
-    CHECK(cudaMalloc(&db, c.c * 4));
-    CHECK(cudaMemcpy(dg, gamma.data(), c.c * 4, cudaMemcpyHostToDevice));
-    CHECK(cudaMemcpy(db, beta.data(), c.c * 4, cudaMemcpyHostToDevice));
+    const Affine af(c.c);
     const long long max_t = groups * (L / (256 * 2 * 8) + 1);  // the smallest tile (256 x 2 x 8)
     std::vector<Args> sets;
     for (int i = 0; i < nsets; ++i) {
@@ -393,26 +346,24 @@ int main() {
       CHECK(cudaMemset(a.epoch, 0, 2 * sizeof(unsigned)));
       a.finished = a.epoch + 1;
       fill_hashed<<<1024, 256, 0, s>>>(const_cast<__half*>(a.x), groups * L, 17u * unsigned(i) + 1u, 12, 0.1f);
-      a.gamma = dg, a.beta = db, a.hw = c.hw, a.L = L, a.G = c.g, a.cpg = c.c / c.g;
+      a.gamma = af.d_gamma, a.beta = af.d_beta, a.hw = c.hw, a.L = L, a.G = c.g, a.cpg = c.c / c.g;
       sets.push_back(a);
     }
     CHECK(cudaStreamSynchronize(s));
-    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-    for (const Args& a : sets) CHECK(cudaMemcpyAsync(a.y, a.x, bytes, cudaMemcpyDeviceToDevice, s));
-    const double copy = replay_median_us(s, 10, nsets);
+    const double copy = copy_us(sets, bytes, s);
     std::printf("%-26s %d sets: copy %.1f us\n", c.name, nsets, copy);
     std::fflush(stdout);
     // a step ahead, 32 KB tiles, 2 a compute unit (the best of the first run's five shapes)
-    run_config<512, 4, 2, 3>(sets, c, cus, copy, false, gamma, beta, s);
-    run_config<512, 4, 2, 3, 2>(sets, c, cus, copy, true, gamma, beta, s);
-    run_config<512, 4, 2, 3, 1>(sets, c, cus, copy, false, gamma, beta, s);
+    run_config<512, 4, 2, 3>(sets, c, cus, copy, false, af, s);
+    run_config<512, 4, 2, 3, 2>(sets, c, cus, copy, true, af, s);
+    run_config<512, 4, 2, 3, 1>(sets, c, cus, copy, false, af, s);
     // deeper rings: tiles 2-4 steps ahead, 96-128 KB of loads in flight a compute unit
-    run_config<512, 2, 2, 6>(sets, c, cus, copy, true, gamma, beta, s);
-    run_config<512, 2, 2, 6, 2>(sets, c, cus, copy, true, gamma, beta, s);
-    run_config<512, 2, 2, 6, 1>(sets, c, cus, copy, false, gamma, beta, s);
-    run_config<256, 4, 3, 4, 2>(sets, c, cus, copy, false, gamma, beta, s);
-    run_config<1024, 2, 1, 6, 2>(sets, c, cus, copy, true, gamma, beta, s);
-    run_config<1024, 2, 1, 6, 1>(sets, c, cus, copy, false, gamma, beta, s);
+    run_config<512, 2, 2, 6>(sets, c, cus, copy, true, af, s);
+    run_config<512, 2, 2, 6, 2>(sets, c, cus, copy, true, af, s);
+    run_config<512, 2, 2, 6, 1>(sets, c, cus, copy, false, af, s);
+    run_config<256, 4, 3, 4, 2>(sets, c, cus, copy, false, af, s);
+    run_config<1024, 2, 1, 6, 2>(sets, c, cus, copy, true, af, s);
+    run_config<1024, 2, 1, 6, 1>(sets, c, cus, copy, false, af, s);
     for (Args& a : sets) {
       CHECK(cudaFree(const_cast<__half*>(a.x)));
       CHECK(cudaFree(a.y));
@@ -422,8 +373,6 @@ int main() {
       CHECK(cudaFree(a.flagged));
       CHECK(cudaFree(a.epoch));
     }
-    CHECK(cudaFree(dg));
-    CHECK(cudaFree(db));
   }
   return 0;
 }

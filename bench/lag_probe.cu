@@ -54,11 +54,6 @@ __device__ __forceinline__ unsigned atom_add(unsigned* p, unsigned v) {
   asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
   return old;
 }
-__device__ __forceinline__ unsigned ld_acquire(unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
 
 // queue position q -> (pass, index within the pass)
 __device__ __forceinline__ void decode(const Args& a, long long q, int& pass, long long& j) {

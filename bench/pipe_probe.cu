@@ -61,22 +61,6 @@ __device__ __forceinline__ unsigned atom_relaxed(unsigned* p, unsigned v) {
   asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
   return old;
 }
-__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
-struct St {
-  float n, mean, m2;
-};
-__device__ __forceinline__ St merge(St a, St b) {
-  const float t = a.n + b.n;
-  if (t == 0.f) return a;
-  const float d = b.mean - a.mean, f = b.n / t;
-  return St{t, a.mean + d * f, a.m2 + b.m2 + d * d * a.n * f};
-}
-
 template <int B>
 __device__ __forceinline__ float2 block_sum2(float a, float b, float2* red) {
   for (int o = 16; o > 0; o /= 2) a += __shfl_xor_sync(~0u, a, o), b += __shfl_xor_sync(~0u, b, o);
@@ -235,28 +219,9 @@ struct Case {
   long long hw;
 };
 
-// y of set 0 against a float64 forward, every group, elements sampled
-void check(const Args& a, const Case& c, const std::vector<float>& gamma, const std::vector<float>& beta) {
-  const long long groups = (long long)c.n * c.g;
-  const std::size_t n = std::size_t(groups * a.L);
-  const std::vector<__half> x = to_host(a.x, n), y = to_host(a.y, n);
-  double worst = 0;
-  for (long long g = 0; g < groups; ++g) {
-    double mean, rstd;
-    group_moments(x, g * a.L, a.L, mean, rstd);
-    for (long long i = (g * 7) % 53; i < a.L; i += 53) {
-      const int ch = int(g % c.g) * a.cpg + int(i / a.hw);
-      const double v = (__half2float(x[std::size_t(g * a.L + i)]) - mean) * rstd * gamma[ch] + beta[ch];
-      const double ref = v / (1.0 + std::exp(-v));
-      worst = std::max(worst, std::fabs(ref - __half2float(y[std::size_t(g * a.L + i)])) / (1.0 + std::fabs(ref)));
-    }
-  }
-  std::printf("    check: max rel |y - ref| %.4f%s\n", worst, worst < 0.01 ? "" : "  MISMATCH");
-}
-
 template <int B, int U, int MINB, int kHint, int kMode = 0>
 void run_config(std::vector<Args> sets, const Case& c, int cus, double copy, bool check_it, int extra_lag,
-                const std::vector<float>& gamma, const std::vector<float>& beta, cudaStream_t s) {
+                const Affine& af, cudaStream_t s) {
   auto kernel = pipe<B, U, MINB, kHint, kMode>;
   int per_sm = 0;
   CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, B, 0));
@@ -270,18 +235,12 @@ void run_config(std::vector<Args> sets, const Case& c, int cus, double copy, boo
     a.T = groups * a.K;
     a.D = 2 + int((a.K - 1 + grid - 1) / grid) + extra_lag;
   }
-  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  for (Args& a : sets) {
-    Args cp = a;
-    void* args[] = {&cp};
-    CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(kernel), dim3(grid), dim3(B), args, 0, s));
-  }
-  const double us = replay_median_us(s, 10, int(sets.size()));
+  const double us = cooperative_us(reinterpret_cast<const void*>(kernel), sets, grid, B, 0, s);
   std::printf("  mode %d B %3d U %d minb %d hint %d: %3d regs, grid %4d (%d/SM), K %4d, D %2d, L2 window %5.1f MB: %8.1f us %5.1f%% of copy\n",
               kMode, B, U, MINB, kHint, fa.numRegs, grid, per_sm, sets[0].K, sets[0].D,
               double(sets[0].D) * grid * TE * 2 / 1e6, us, 100.0 * copy / us);
   std::fflush(stdout);
-  if (check_it) check(sets[0], c, gamma, beta);
+  if (check_it) check_silu_forward(sets[0].x, sets[0].y, (long long)c.n * c.g, sets[0].L, sets[0].hw, c.g, sets[0].cpg, af);
   CHECK(cudaGetLastError());
 }
 
@@ -301,13 +260,7 @@ int main() {
     const long long groups = (long long)c.n * c.g, L = (long long)(c.c / c.g) * c.hw;
     const std::size_t bytes = std::size_t(groups * L) * 2;
     const int nsets = int(std::max<std::size_t>(2, (200u << 20) / bytes + 1));
-    std::vector<float> gamma(c.c), beta(c.c);
-    for (int i = 0; i < c.c; ++i) gamma[i] = 0.5f + 0.01f * float(i % 97), beta[i] = 0.02f * float(i % 13) - 0.1f;
-    float *dg, *db;
-    CHECK(cudaMalloc(&dg, c.c * 4));
-    CHECK(cudaMalloc(&db, c.c * 4));
-    CHECK(cudaMemcpy(dg, gamma.data(), c.c * 4, cudaMemcpyHostToDevice));
-    CHECK(cudaMemcpy(db, beta.data(), c.c * 4, cudaMemcpyHostToDevice));
+    const Affine af(c.c);
     const long long max_t = groups * (L / 2048 + 1);  // the smallest tile (128 x 2 x 8)
     std::vector<Args> sets;
     for (int i = 0; i < nsets; ++i) {
@@ -319,23 +272,21 @@ int main() {
       CHECK(cudaMalloc(&a.count, std::size_t(groups) * sizeof(unsigned)));
       CHECK(cudaMemset(a.count, 0, std::size_t(groups) * sizeof(unsigned)));
       fill_hashed<<<1024, 256, 0, s>>>(const_cast<__half*>(a.x), groups * L, 17u * unsigned(i) + 1u, 12, 0.1f);
-      a.gamma = dg, a.beta = db, a.hw = c.hw, a.L = L, a.C = c.c, a.G = c.g, a.cpg = c.c / c.g;
+      a.gamma = af.d_gamma, a.beta = af.d_beta, a.hw = c.hw, a.L = L, a.C = c.c, a.G = c.g, a.cpg = c.c / c.g;
       sets.push_back(a);
     }
     CHECK(cudaStreamSynchronize(s));
-    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-    for (const Args& a : sets) CHECK(cudaMemcpyAsync(a.y, a.x, bytes, cudaMemcpyDeviceToDevice, s));
-    const double copy = replay_median_us(s, 10, nsets);
+    const double copy = copy_us(sets, bytes, s);
     std::printf("%-30s %d sets: copy %.1f us\n", c.name, nsets, copy);
     std::fflush(stdout);
-    run_config<256, 4, 4, 0>(sets, c, cus, copy, true, 0, gamma, beta, s);
-    run_config<256, 4, 4, 1>(sets, c, cus, copy, false, 0, gamma, beta, s);
-    run_config<256, 4, 4, 0>(sets, c, cus, copy, false, 2, gamma, beta, s);
-    run_config<128, 4, 8, 0>(sets, c, cus, copy, false, 0, gamma, beta, s);
-    run_config<512, 2, 2, 0>(sets, c, cus, copy, false, 0, gamma, beta, s);
-    run_config<256, 4, 4, 1, 1>(sets, c, cus, copy, false, 0, gamma, beta, s);
-    run_config<256, 4, 4, 1, 2>(sets, c, cus, copy, false, 0, gamma, beta, s);
-    run_config<512, 2, 2, 1, 1>(sets, c, cus, copy, false, 0, gamma, beta, s);
+    run_config<256, 4, 4, 0>(sets, c, cus, copy, true, 0, af, s);
+    run_config<256, 4, 4, 1>(sets, c, cus, copy, false, 0, af, s);
+    run_config<256, 4, 4, 0>(sets, c, cus, copy, false, 2, af, s);
+    run_config<128, 4, 8, 0>(sets, c, cus, copy, false, 0, af, s);
+    run_config<512, 2, 2, 0>(sets, c, cus, copy, false, 0, af, s);
+    run_config<256, 4, 4, 1, 1>(sets, c, cus, copy, false, 0, af, s);
+    run_config<256, 4, 4, 1, 2>(sets, c, cus, copy, false, 0, af, s);
+    run_config<512, 2, 2, 1, 1>(sets, c, cus, copy, false, 0, af, s);
     for (Args& a : sets) {
       CHECK(cudaFree(const_cast<__half*>(a.x)));
       CHECK(cudaFree(a.y));
@@ -343,8 +294,6 @@ int main() {
       CHECK(cudaFree(a.stats));
       CHECK(cudaFree(a.count));
     }
-    CHECK(cudaFree(dg));
-    CHECK(cudaFree(db));
   }
   return 0;
 }

@@ -1,6 +1,8 @@
 // What bench/'s standalone CUDA probes share: CHECK, which ends the probe on a CUDA error,
 // naming the call, the timing of a captured graph, the sum of a 16-byte fp16 vector, random fp16
-// inputs, and a group's float64 mean and rstd for checking outputs.
+// inputs, a group's float64 mean and rstd for checking outputs; and what the forward probes of
+// whole groups (pipe_probe, held_probe) share: an acquire load, Chan's merge, gamma and beta,
+// the copy they are measured against, and the check of their y against a float64 forward.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -91,4 +93,84 @@ inline void group_moments(const std::vector<__half>& x, long long first, long lo
     q += d * d;
   }
   rstd = 1.0 / std::sqrt(q / double(count) + 1e-5);
+}
+
+// A 32-bit load with acquire semantics at GPU scope (a counter another workgroup releases).
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// (count, mean, M2) and Chan's merge of b into a (a first: the order fixes the bits)
+struct St {
+  float n, mean, m2;
+};
+__device__ __forceinline__ St merge(St a, St b) {
+  const float t = a.n + b.n;
+  if (t == 0.f) return a;
+  const float d = b.mean - a.mean, f = b.n / t;
+  return St{t, a.mean + d * f, a.m2 + b.m2 + d * d * a.n * f};
+}
+
+// gamma and beta of c channels, on the host and in device memory (fp32)
+struct Affine {
+  std::vector<float> gamma, beta;
+  float *d_gamma = nullptr, *d_beta = nullptr;
+  explicit Affine(int c) : gamma(std::size_t(c)), beta(std::size_t(c)) {
+    for (int i = 0; i < c; ++i) gamma[std::size_t(i)] = 0.5f + 0.01f * float(i % 97), beta[std::size_t(i)] = 0.02f * float(i % 13) - 0.1f;
+    CHECK(cudaMalloc(&d_gamma, std::size_t(c) * 4));
+    CHECK(cudaMalloc(&d_beta, std::size_t(c) * 4));
+    CHECK(cudaMemcpy(d_gamma, gamma.data(), std::size_t(c) * 4, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(d_beta, beta.data(), std::size_t(c) * 4, cudaMemcpyHostToDevice));
+  }
+  ~Affine() {
+    cudaFree(d_gamma);
+    cudaFree(d_beta);
+  }
+  Affine(const Affine&) = delete;
+  Affine& operator=(const Affine&) = delete;
+};
+
+// cudaMemcpy's microseconds for `bytes` from each set's x to its y, timed as the probes' kernels
+// are (a graph over the sets, replayed)
+template <typename Sets>
+double copy_us(const Sets& sets, std::size_t bytes, cudaStream_t s) {
+  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  for (const auto& a : sets) CHECK(cudaMemcpyAsync(a.y, a.x, bytes, cudaMemcpyDeviceToDevice, s));
+  return replay_median_us(s, 10, int(sets.size()));
+}
+
+// A cooperative kernel's microseconds a launch of grid x block threads, one launch a set, each
+// taking its set's Args by value (a graph over the sets, replayed)
+template <typename Args>
+double cooperative_us(const void* kernel, const std::vector<Args>& sets, int grid, int block, std::size_t smem,
+                      cudaStream_t s) {
+  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  for (const Args& a : sets) {
+    Args cp = a;
+    void* args[] = {&cp};
+    CHECK(cudaLaunchCooperativeKernel(kernel, dim3(grid), dim3(block), args, smem, s));
+  }
+  return replay_median_us(s, 10, int(sets.size()));
+}
+
+// y = silu(gamma * xhat + beta) of `groups` groups of L elements (channels-first: channel rows of
+// hw, cpg a group, G groups a sample) against a float64 forward, every group, elements sampled
+inline void check_silu_forward(const __half* dx, const __half* dy, long long groups, long long L, long long hw, int G,
+                               int cpg, const Affine& af) {
+  const std::size_t n = std::size_t(groups * L);
+  const std::vector<__half> x = to_host(dx, n), y = to_host(dy, n);
+  double worst = 0;
+  for (long long g = 0; g < groups; ++g) {
+    double mean, rstd;
+    group_moments(x, g * L, L, mean, rstd);
+    for (long long i = (g * 7) % 53; i < L; i += 53) {
+      const std::size_t ch = std::size_t(int(g % G) * cpg + int(i / hw));
+      const double v = (__half2float(x[std::size_t(g * L + i)]) - mean) * rstd * af.gamma[ch] + af.beta[ch];
+      const double ref = v / (1.0 + std::exp(-v));
+      worst = std::max(worst, std::fabs(ref - __half2float(y[std::size_t(g * L + i)])) / (1.0 + std::fabs(ref)));
+    }
+  }
+  std::printf("    check: max rel |y - ref| %.4f%s\n", worst, worst < 0.01 ? "" : "  MISMATCH");
 }
