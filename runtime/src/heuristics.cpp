@@ -690,6 +690,20 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     // (rows: a column's instances, groups narrower than the vector, were not measured so)
     const bool once_a = sixteen_bit && !ca && once(x, pa), once_b = sixteen_bit && !cb && once(y, pb);
     if (once_a != once_b) return once_a;
+    if (once_a && once_b && !in_parts && std::min(x.vector, y.vector) * size_of(p.x_dtype) >= 8) {
+      // 16-bit groups below the parts' 8K elements, both instances loading at once with vectors
+      // of 8 bytes or more: the tighter fit first, then the more slots a thread (at the same fit,
+      // 8-byte vectors before 16-byte ones), then the rules below. H200, fp16 / bf16 SiLU,
+      // L2-cold, bench.py --best, 2026-11-29 (bench/results/h200, the sixteenth session's
+      // instance tables; bench/NOTES.md, "Whole groups at once"): r50_7x2048_n32 (3136 elements)
+      // 256 x 4 x 4 8.18 / 8.15 us against 256 x 8 x 2 8.52 / 8.51, 256 x 8 x 4 9.87 / 10.07 and
+      // 512 x 4 x 4 12.39 / 12.65; det_13x21x256 (2184) 3.19 / 3.23 against 3.33 / 3.36, 3.40 /
+      // 3.50 and 3.46 / 3.52; sd15_8x1280 (2560) 3.07 / 3.07 against 3.13 / 3.14, 3.21 / 3.27
+      // and 3.32 / 3.34. At the same fit and slots the wider vector, below (sd15_8x2560, 5120:
+      // 256 x 8 x 4 3.52 / 3.58 against 512 x 4 x 4 3.55 / 3.63).
+      if (x.chunk_elements() != y.chunk_elements()) return x.chunk_elements() < y.chunk_elements();
+      if (x.per_thread != y.per_thread) return x.per_thread > y.per_thread;
+    }
     if (in_parts) {
       // 16-bit: parts past a portable cluster's 8 (Instance::onchip_parts) only for groups so
       // few that clusters of 8 would leave three quarters of the compute units idle:
