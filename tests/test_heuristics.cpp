@@ -575,8 +575,12 @@ TEST(Heuristics, SmallChannelsLastTensorsOfLargeGroupsTakeAClusterAGroup) {
   const Layout cl = Layout::channels_last;
   expect_parts(Shape{2, 1920, {32, 32}, 32}, cl, "gn_fwd_f16_f16_cl_swish_onchip_b1024_v4_e8", 2);
   expect_parts(Shape{2, 1280, {16, 16}, 32}, cl, "gn_fwd_f16_f16_cl_swish_onchip_b256_v8_e2", 3);
-  if (wide_clusters())  // (a portable cluster holds it in fewer parts of a larger instance, unmeasured)
+  if (wide_clusters()) {  // (a portable cluster holds it in fewer parts of a larger instance, unmeasured)
     expect_parts(Shape{2, 2560, {32, 32}, 32}, cl, "gn_fwd_f16_f16_cl_swish_onchip_b256_v8_e4", 11);
+    // 16 groups: parts past 8 where clusters of 8 would not fill the compute units once
+    // (odd_97x89_c160_g8, 172660 elements a group: 512 x 4 x 8 in 11, not 1024 x 4 x 8 in 6)
+    expect_parts(Shape{2, 160, {97, 89}, 8}, cl, "gn_fwd_f16_f16_cl_swish_onchip_b512_v4_e8", 11);
+  }
   if (reaches(Family::resident, {2, 320, {64, 64}, 32}, cl))  // (else the onchip family is the build's best)
     EXPECT_NE(choose({2, 320, {64, 64}, 32}, cl)->spec().family, Family::onchip);
   if (reaches(Family::stream, {2, 640, {64, 64}, 32}, cl))  // (a smaller preset)

@@ -59,8 +59,9 @@ constexpr std::int64_t kOnchipCfFwdPartsMaxElements = std::int64_t(1) << 18;
 // 4096 16-bit elements, 2048 fp32 ones.
 constexpr std::int64_t kOnchipCfFwdPartBytes = 8192;
 // The channels-last onchip forward's parts past a portable cluster only where a portable
-// cluster a group would fill at most this share of the compute units (better()).
-constexpr double kOnchipClFwdWidePartsBelowCuShare = 0.25;
+// cluster a group would fill at most this share of the compute units (better()): 16 groups on
+// 132 won, 32 lost (between, unmeasured).
+constexpr double kOnchipClFwdWidePartsBelowCuShare = 1.0;
 // The channels-last onchip backward's 4-byte vectors before 16-byte ones from groups of this
 // many elements (better()).
 constexpr std::int64_t kOnchipClBwdFourByteFromElements = 8192;
@@ -706,12 +707,14 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     }
     if (in_parts) {
       // 16-bit: parts past a portable cluster's 8 (Instance::onchip_parts) only for groups so
-      // few that clusters of 8 would leave three quarters of the compute units idle:
-      // layer_norm_32x64 (2 groups) 256 x 8 x 2 in 16 parts 4.06 us against 256 x 4 x 8 in 8
-      // 5.44; not 32 groups (vae_64x512 256 x 8 x 2 in 16 9.26 against 256 x 4 x 8 in 8 8.32;
-      // g16_32x640 6.55 against 6.92), nor 64 (sd15_32x1280 10.64 against 512 x 4 x 8 in 3
-      // 9.45). H200, fp16 SiLU, L2-cold, bench.py --best, the two sides in one session
-      // (bench/NOTES.md, "Sixteen parts").
+      // few that clusters of 8 would not fill the compute units once: layer_norm_32x64 (2
+      // groups) 256 x 8 x 2 in 16 parts 4.06 us against 256 x 4 x 8 in 8 5.44;
+      // odd_97x89_c160_g8 (16 groups; H200, fp16 / bf16, the sixteenth session's instance
+      // tables, bench/NOTES.md, "Whole groups at once") 512 x 4 x 8 in 11 11.87 / 11.94 against
+      // 1024 x 4 x 8 in 6 12.89 / 12.91; not 32 groups (vae_64x512 256 x 8 x 2 in 16 9.26
+      // against 256 x 4 x 8 in 8 8.32; g16_32x640 the exception, 6.55 against 7.02), nor 64
+      // (sd15_32x1280 10.64 against 512 x 4 x 8 in 3 9.45). H200, fp16 SiLU, L2-cold, bench.py
+      // --best, the two sides in one session (bench/NOTES.md, "Sixteen parts").
       const bool wide_a = pa.parts > kClusterPortable, wide_b = pb.parts > kClusterPortable;
       if (sixteen_bit && wide_a != wide_b)
         return wide_a == (double(p.num_groups()) * kClusterPortable <= kOnchipClFwdWidePartsBelowCuShare * cus);
