@@ -35,8 +35,6 @@ constexpr double kOnchipPartsClFwdBytesPerCu = 72 << 10;
 // of x a compute unit, where C/G spans at least this many bytes (below).
 constexpr double kOnchipPartsClBwdBytesPerCu = 60 << 10;
 constexpr int kOnchipPartsClBwdRunBytes = 64;
-// ... and from this many groups a compute unit (below).
-constexpr double kOnchipPartsClBwdFromGroupsPerCu = 0.2;
 // The channels-last onchip forward's groups in parts: from this many elements, parts enough
 // that the workgroups cover half the compute units before the fewest parts (better()).
 constexpr std::int64_t kOnchipPartsSpreadFromElements = 16384;
@@ -360,12 +358,13 @@ RuleTables sm_90() {
       // stream 16.1; sd15_32x1280 (80 bytes) 17.0 / 17.2 at best against split 19.5. Not
       // narrower runs (vae_64x512, 32 bytes: 17.0 at best, stream 17.2, 512 x 2 x 16 in 4 18.6;
       // sd15_64x320, 20 bytes: 19.1 stream, 512 x 2 x 16 in 3 24.6), nor det_25x42x2048 (65 KB:
-      // stream 25.0, 512 x 2 x 16 in 5 29.5) or sdxl_32x2560 (78 KB: stream 31.8); nor a
-      // handful of groups, a few workgroups in all (layer_norm_32x64, 2 groups of 65536, stays
-      // resident; unmeasured in parts, as the split rule's 0.2 groups a compute unit above).
+      // stream 25.0, 512 x 2 x 16 in 5 29.5) or sdxl_32x2560 (78 KB: stream 31.8). However few
+      // the groups: layer_norm_32x64 (2 groups of 65536, 8 workgroups in all) 512 x 2 x 16 in 4
+      // parts 9.21 / 9.23 us against the resident family's 9.72 / 9.87, which took it while
+      // this rule asked for 0.2 groups a compute unit, unmeasured (H200, fp16 / bf16, bench.py
+      // --best, the sixteenth session's instance tables; bench/NOTES.md, "Whole groups at once").
       Rule{Family::onchip, 1.0, 0, "channels-last, few large groups of wide rows: a thread-block cluster a group",
-           std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast, std::numeric_limits<std::int64_t>::max(),
-           kOnchipPartsClBwdFromGroupsPerCu}
+           std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
           .bytes_per_cu(0, kOnchipPartsClBwdBytesPerCu)
           .runs_from(kOnchipPartsClBwdRunBytes),
       // Channels-last, measured on an H100, fp16 SiLU, L2-cold, every instance (bench/NOTES.md,
