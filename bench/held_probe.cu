@@ -91,17 +91,6 @@ __device__ __forceinline__ float settle(unsigned long long w, const unsigned lon
   }
   return __uint_as_float(unsigned(w));
 }
-template <int B>
-__device__ __forceinline__ float2 block_sum2(float a, float b, float2* red) {
-  for (int o = 16; o > 0; o /= 2) a += __shfl_xor_sync(~0u, a, o), b += __shfl_xor_sync(~0u, b, o);
-  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = make_float2(a, b);
-  __syncthreads();
-  float2 t = make_float2(0.f, 0.f);
-#pragma unroll
-  for (int w = 0; w < B / 32; ++w) t.x += red[w].x, t.y += red[w].y;
-  return t;
-}
-
 // r = e / hw for e < 2^24 (the probe's groups), by a float reciprocal and one correction each way
 __device__ __forceinline__ int row_of(int e, int hw, float inv) {
   int r = __float2int_rz(float(e) * inv);
@@ -161,19 +150,9 @@ __global__ void __launch_bounds__(B, MINB) held(Args a) {
       float s1 = 0.f, s2 = 0.f;
 #pragma unroll
       for (int u = 0; u < TV; ++u) {
-        if ((u * B + t) * V < len) {
-          const uint4 r = src[u * B + t];
-          const __half2* h = reinterpret_cast<const __half2*>(&r);
-#pragma unroll
-          for (int i = 0; i < V / 2; ++i) {
-            const float2 f = __half22float2(h[i]);
-            const float d0 = f.x - shift, d1 = f.y - shift;
-            s1 += d0 + d1;
-            s2 = fmaf(d0, d0, fmaf(d1, d1, s2));
-          }
-        }
+        if ((u * B + t) * V < len) shifted_sums8(src[u * B + t], shift, s1, s2);
       }
-      const float2 tot = block_sum2<B>(s1, s2, red);
+      const float2 tot = block_sum2<B, false>(s1, s2, red);
       if (t == 0 && kMode != 1) {
         const float n = float(len), d = tot.x / n, mean = shift + d, m2 = fmaxf(tot.y - tot.x * d, 0.f);
         const long long ts = (long long)s * P + b;
@@ -225,10 +204,7 @@ __global__ void __launch_bounds__(B, MINB) held(Args a) {
                               settle(f[u][1], a.flagged + 2 * tj + 1, ep)});
           }
         }
-        for (int o = 1; o < 32; o *= 2) {
-          const St other{__shfl_xor_sync(~0u, m.n, o), __shfl_xor_sync(~0u, m.mean, o), __shfl_xor_sync(~0u, m.m2, o)};
-          m = (t & o) ? merge(other, m) : merge(m, other);  // the lower lane first: every lane the same bits
-        }
+        m = warp_merge_ordered(m, t);  // (t < 32: its lane)
         const float rstd = rsqrtf(m.m2 / m.n + 1e-5f);
         for (int c = t; c < a.cpg; c += 32) {
           const int ch = (g % a.G) * a.cpg + c;
@@ -243,21 +219,8 @@ __global__ void __launch_bounds__(B, MINB) held(Args a) {
       for (int u = 0; u < TV; ++u) {
         const int e = (u * B + t) * V;
         if (e < len) {
-          const uint4 r = src[u * B + t];
           const float2 ss = table[row_of(off + e, a.hw, inv_hw)];  // HW % 8 == 0: one row a vector
-          const __half2* h = reinterpret_cast<const __half2*>(&r);
-          uint4 o;
-          __half2* oh = reinterpret_cast<__half2*>(&o);
-#pragma unroll
-          for (int i = 0; i < V / 2; ++i) {
-            float2 f = __half22float2(h[i]);
-            f.x = fmaf(f.x, ss.x, ss.y);
-            f.y = fmaf(f.y, ss.x, ss.y);
-            f.x = __fdividef(f.x, 1.f + __expf(-f.x));
-            f.y = __fdividef(f.y, 1.f + __expf(-f.y));
-            oh[i] = __floats2half2_rn(f.x, f.y);
-          }
-          *reinterpret_cast<uint4*>(dst + e) = o;
+          *reinterpret_cast<uint4*>(dst + e) = silu_affine8(src[u * B + t], ss);
         }
       }
       if (t == 0 && kMode == 0 && atomicAdd(a.done + g, 1u) == unsigned(K) - 1) {
@@ -307,7 +270,7 @@ void run_config(std::vector<Args> sets, const Case& c, int cus, double copy, boo
   const double us = cooperative_us(reinterpret_cast<const void*>(kernel), sets, grid, B, std::size_t(smem), s);
   std::printf("%8.1f us %5.1f%% of copy\n", us, 100.0 * copy / us);
   std::fflush(stdout);
-  if (check_it) check_silu_forward(sets[0].x, sets[0].y, (long long)c.n * c.g, sets[0].L, sets[0].hw, c.g, sets[0].cpg, af);
+  if (check_it) check_silu_forward(sets[0], (long long)c.n * c.g, c.g, af);
   CHECK(cudaGetLastError());
 }
 
@@ -315,9 +278,7 @@ void run_config(std::vector<Args> sets, const Case& c, int cus, double copy, boo
 
 int main() {
   int cus = 0;
-  CHECK(cudaDeviceGetAttribute(&cus, cudaDevAttrMultiProcessorCount, 0));
-  cudaStream_t s;
-  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const cudaStream_t s = probe_stream(&cus);
   const Case cases[] = {{"sd15_64x640 (10 MB)", 2, 640, 32, 64 * 64},
                         {"sdxl_128x640 (42 MB)", 2, 640, 32, 128 * 128},
                         {"vae_256x512 (67 MB)", 1, 512, 32, 256 * 256},
@@ -327,14 +288,13 @@ int main() {
     const long long groups = (long long)c.n * c.g;
     const int L = (c.c / c.g) * c.hw;
     const std::size_t bytes = std::size_t(groups * L) * 2;
-    const int nsets = int(std::max<std::size_t>(2, (200u << 20) / bytes + 1));
+    const int nsets = rotating_sets(bytes, 200u << 20);
     const Affine af(c.c);
     const long long max_t = groups * (L / (256 * 2 * 8) + 1);  // the smallest tile (256 x 2 x 8)
     std::vector<Args> sets;
     for (int i = 0; i < nsets; ++i) {
       Args a{};
-      CHECK(cudaMalloc(&a.x, bytes));
-      CHECK(cudaMalloc(&a.y, bytes));
+      alloc_xy(a, groups * L, i, 12, 0.1f, s);
       CHECK(cudaMalloc(&a.slot, std::size_t(max_t) * sizeof(float4)));
       CHECK(cudaMalloc(&a.count, std::size_t(groups) * sizeof(unsigned)));
       CHECK(cudaMalloc(&a.done, std::size_t(groups) * sizeof(unsigned)));
@@ -345,7 +305,6 @@ int main() {
       CHECK(cudaMalloc(&a.epoch, 2 * sizeof(unsigned)));
       CHECK(cudaMemset(a.epoch, 0, 2 * sizeof(unsigned)));
       a.finished = a.epoch + 1;
-      fill_hashed<<<1024, 256, 0, s>>>(const_cast<__half*>(a.x), groups * L, 17u * unsigned(i) + 1u, 12, 0.1f);
       a.gamma = af.d_gamma, a.beta = af.d_beta, a.hw = c.hw, a.L = L, a.G = c.g, a.cpg = c.c / c.g;
       sets.push_back(a);
     }
@@ -365,8 +324,7 @@ int main() {
     run_config<1024, 2, 1, 6, 2>(sets, c, cus, copy, true, af, s);
     run_config<1024, 2, 1, 6, 1>(sets, c, cus, copy, false, af, s);
     for (Args& a : sets) {
-      CHECK(cudaFree(const_cast<__half*>(a.x)));
-      CHECK(cudaFree(a.y));
+      free_xy(a);
       CHECK(cudaFree(a.slot));
       CHECK(cudaFree(a.count));
       CHECK(cudaFree(a.done));

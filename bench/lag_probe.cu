@@ -230,20 +230,6 @@ struct Case {
   long long groups, m;
 };
 
-double time_graph(const std::vector<Args>& sets, int grid, bool copy, std::size_t bytes, cudaStream_t s) {
-  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  for (const Args& a : sets) {
-    if (copy) {
-      CHECK(cudaMemcpyAsync(a.y, a.x, bytes, cudaMemcpyDeviceToDevice, s));
-    } else {
-      Args c = a;
-      void* args[] = {&c};
-      CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(lagged), dim3(grid), dim3(kBlock), args, 0, s));
-    }
-  }
-  return replay_median_us(s, 10, int(sets.size()));
-}
-
 // y of the first set against a float64 normalization of x, every group
 void check(const Args& a, long long groups) {
   const std::size_t n = std::size_t(groups * a.m);
@@ -263,13 +249,11 @@ void check(const Args& a, long long groups) {
 
 int main() {
   int cus = 0, per_sm = 0;
-  CHECK(cudaDeviceGetAttribute(&cus, cudaDevAttrMultiProcessorCount, 0));
+  const cudaStream_t s = probe_stream(&cus);
   CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, lagged, kBlock, 0));
   const int grid = cus * per_sm;
   std::printf("grid %d (%d a compute unit), slice %d elements\n", grid, per_sm, kSlice);
   std::fflush(stdout);
-  cudaStream_t s;
-  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   const Case cases[] = {{"vae_128x512 (16 MB)", 32, 16LL * 128 * 128},
                         {"sdxl_128x960 (63 MB)", 64, 30LL * 128 * 128},
                         {"vae_256x512 (67 MB)", 32, 16LL * 256 * 256},
@@ -277,38 +261,35 @@ int main() {
                         {"vae_1024x128 (268 MB)", 32, 4LL * 1024 * 1024}};
   for (const Case& c : cases) {
     const std::size_t bytes = std::size_t(c.groups * c.m) * 2;
-    const int nsets = int(std::max<std::size_t>(2, (160u << 20) / bytes + 1));
+    const int nsets = rotating_sets(bytes, 160u << 20);
     const int spg = int((c.m + kSlice - 1) / kSlice);
     const long long t = c.groups * spg;
     std::vector<Args> sets;
     for (int i = 0; i < nsets; ++i) {
       Args a{};
-      CHECK(cudaMalloc(&a.x, bytes));
-      CHECK(cudaMalloc(&a.y, bytes));
+      alloc_xy(a, c.groups * c.m, i, 0, 0.01f, s);
       CHECK(cudaMalloc(&a.part, std::size_t(t) * 3 * sizeof(float)));
       CHECK(cudaMalloc(&a.stats, std::size_t(c.groups) * sizeof(float2)));
       CHECK(cudaMalloc(&a.count, std::size_t(c.groups) * sizeof(unsigned)));
       CHECK(cudaMemset(a.count, 0, std::size_t(c.groups) * sizeof(unsigned)));
-      fill_hashed<<<1024, 256, 0, s>>>(const_cast<__half*>(a.x), c.groups * c.m, 17u * unsigned(i) + 1u, 0, 0.01f);
       a.m = c.m;
       a.spg = spg;
       a.t = t;
       sets.push_back(a);
     }
     CHECK(cudaStreamSynchronize(s));
-    const double copy = time_graph(sets, grid, true, bytes, s);
+    const double copy = copy_us(sets, bytes, s);
     std::printf("%-24s %d sets, %d slices a group: copy %.1f us\n", c.name, nsets, spg, copy);
     const long long base = std::max<long long>(spg, grid);
     for (long long lag : {t, base, 2 * base, 4 * base}) {
       for (Args& a : sets) a.lag = lag;
-      const double us = time_graph(sets, grid, false, bytes, s);
+      const double us = cooperative_us(reinterpret_cast<const void*>(lagged), sets, grid, kBlock, 0, s);
       std::printf("  lag %7lld items%s: %8.1f us  %5.1f%% of copy\n", lag, lag == t ? " (= T)" : "", us,
                   100.0 * copy / us);
       check(sets[0], c.groups);
     }
     for (Args& a : sets) {
-      CHECK(cudaFree(const_cast<__half*>(a.x)));
-      CHECK(cudaFree(a.y));
+      free_xy(a);
       CHECK(cudaFree(a.part));
       CHECK(cudaFree(a.stats));
       CHECK(cudaFree(a.count));

@@ -61,18 +61,6 @@ __device__ __forceinline__ unsigned atom_relaxed(unsigned* p, unsigned v) {
   asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
   return old;
 }
-template <int B>
-__device__ __forceinline__ float2 block_sum2(float a, float b, float2* red) {
-  for (int o = 16; o > 0; o /= 2) a += __shfl_xor_sync(~0u, a, o), b += __shfl_xor_sync(~0u, b, o);
-  __syncthreads();
-  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = make_float2(a, b);
-  __syncthreads();
-  float2 t = make_float2(0.f, 0.f);
-#pragma unroll
-  for (int w = 0; w < B / 32; ++w) t.x += red[w].x, t.y += red[w].y;
-  return t;
-}
-
 // kHint: 0 plain loads and stores; 1 the second read of x as last use (ld.global.lu) and y
 // stores evict-first (st.global.cs). Indices in 32 bits (tiles, elements of a group), pointers
 // formed once: 64-bit indices spilled every configuration.
@@ -143,18 +131,7 @@ __global__ void __launch_bounds__(B, MINB) pipe(Args a) {
         if (e < len) {
           // the vector's channel row within the group; HW % 8 == 0 here, so one row a vector
           const float2 ss = table[unsigned(off + e) / unsigned(a.hw)];
-          const __half2* h = reinterpret_cast<const __half2*>(&rn[u]);
-          uint4 o;
-          __half2* oh = reinterpret_cast<__half2*>(&o);
-#pragma unroll
-          for (int i = 0; i < V / 2; ++i) {
-            float2 f = __half22float2(h[i]);
-            f.x = fmaf(f.x, ss.x, ss.y);
-            f.y = fmaf(f.y, ss.x, ss.y);
-            f.x = __fdividef(f.x, 1.f + __expf(-f.x));
-            f.y = __fdividef(f.y, 1.f + __expf(-f.y));
-            oh[i] = __floats2half2_rn(f.x, f.y);
-          }
+          const uint4 o = silu_affine8(rn[u], ss);
           uint4* q = reinterpret_cast<uint4*>(a.y + base + e);
           if constexpr (kHint == 1) __stcs(q, o);
           else *q = o;
@@ -168,18 +145,9 @@ __global__ void __launch_bounds__(B, MINB) pipe(Args a) {
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int e = (u * B + t) * V;
-        if (e < len_s) {
-          const __half2* h = reinterpret_cast<const __half2*>(&rs[u]);
-#pragma unroll
-          for (int i = 0; i < V / 2; ++i) {
-            const float2 f = __half22float2(h[i]);
-            const float d0 = f.x - shift, d1 = f.y - shift;
-            s1 += d0 + d1;
-            s2 = fmaf(d0, d0, fmaf(d1, d1, s2));
-          }
-        }
+        if (e < len_s) shifted_sums8(rs[u], shift, s1, s2);
       }
-      const float2 tot = block_sum2<B>(s1, s2, red);
+      const float2 tot = block_sum2<B, true>(s1, s2, red);
       if (t < 32) {
         unsigned ticket = 0;
         if (t == 0) {
@@ -196,10 +164,7 @@ __global__ void __launch_bounds__(B, MINB) pipe(Args a) {
             const float4 w = __ldcg(a.slot + (long long)gs * K + j);
             m = merge(m, St{w.x, w.y, w.z});
           }
-          for (int o = 1; o < 32; o *= 2) {
-            const St other{__shfl_xor_sync(~0u, m.n, o), __shfl_xor_sync(~0u, m.mean, o), __shfl_xor_sync(~0u, m.m2, o)};
-            m = (t & o) ? merge(other, m) : merge(m, other);  // lower lane first: both lanes the same bits
-          }
+          m = warp_merge_ordered(m, t);  // (t < 32: its lane)
           if (t == 0) {
             a.stats[gs] = make_float2(m.mean, rsqrtf(m.m2 / m.n + 1e-5f));
             if (kMode == 0) atom_acq_rel(a.count + gs, 1u);  // published: K + 1
@@ -240,7 +205,7 @@ void run_config(std::vector<Args> sets, const Case& c, int cus, double copy, boo
               kMode, B, U, MINB, kHint, fa.numRegs, grid, per_sm, sets[0].K, sets[0].D,
               double(sets[0].D) * grid * TE * 2 / 1e6, us, 100.0 * copy / us);
   std::fflush(stdout);
-  if (check_it) check_silu_forward(sets[0].x, sets[0].y, (long long)c.n * c.g, sets[0].L, sets[0].hw, c.g, sets[0].cpg, af);
+  if (check_it) check_silu_forward(sets[0], (long long)c.n * c.g, c.g, af);
   CHECK(cudaGetLastError());
 }
 
@@ -248,9 +213,7 @@ void run_config(std::vector<Args> sets, const Case& c, int cus, double copy, boo
 
 int main() {
   int cus = 0;
-  CHECK(cudaDeviceGetAttribute(&cus, cudaDevAttrMultiProcessorCount, 0));
-  cudaStream_t s;
-  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const cudaStream_t s = probe_stream(&cus);
   const Case cases[] = {{"sd15_64x640 (10 MB)", 2, 640, 32, 64LL * 64},
                         {"sdxl_128x640 (40 MB)", 2, 640, 32, 128LL * 128},
                         {"vae_256x512 (64 MB)", 1, 512, 32, 256LL * 256},
@@ -259,19 +222,17 @@ int main() {
   for (const Case& c : cases) {
     const long long groups = (long long)c.n * c.g, L = (long long)(c.c / c.g) * c.hw;
     const std::size_t bytes = std::size_t(groups * L) * 2;
-    const int nsets = int(std::max<std::size_t>(2, (200u << 20) / bytes + 1));
+    const int nsets = rotating_sets(bytes, 200u << 20);
     const Affine af(c.c);
     const long long max_t = groups * (L / 2048 + 1);  // the smallest tile (128 x 2 x 8)
     std::vector<Args> sets;
     for (int i = 0; i < nsets; ++i) {
       Args a{};
-      CHECK(cudaMalloc(&a.x, bytes));
-      CHECK(cudaMalloc(&a.y, bytes));
+      alloc_xy(a, groups * L, i, 12, 0.1f, s);
       CHECK(cudaMalloc(&a.slot, std::size_t(max_t) * sizeof(float4)));
       CHECK(cudaMalloc(&a.stats, std::size_t(groups) * sizeof(float2)));
       CHECK(cudaMalloc(&a.count, std::size_t(groups) * sizeof(unsigned)));
       CHECK(cudaMemset(a.count, 0, std::size_t(groups) * sizeof(unsigned)));
-      fill_hashed<<<1024, 256, 0, s>>>(const_cast<__half*>(a.x), groups * L, 17u * unsigned(i) + 1u, 12, 0.1f);
       a.gamma = af.d_gamma, a.beta = af.d_beta, a.hw = c.hw, a.L = L, a.C = c.c, a.G = c.g, a.cpg = c.c / c.g;
       sets.push_back(a);
     }
@@ -288,8 +249,7 @@ int main() {
     run_config<256, 4, 4, 1, 2>(sets, c, cus, copy, false, 0, af, s);
     run_config<512, 2, 2, 1, 1>(sets, c, cus, copy, false, 0, af, s);
     for (Args& a : sets) {
-      CHECK(cudaFree(const_cast<__half*>(a.x)));
-      CHECK(cudaFree(a.y));
+      free_xy(a);
       CHECK(cudaFree(a.slot));
       CHECK(cudaFree(a.stats));
       CHECK(cudaFree(a.count));

@@ -1,8 +1,9 @@
 // What bench/'s standalone CUDA probes share: CHECK, which ends the probe on a CUDA error,
 // naming the call, the timing of a captured graph, the sum of a 16-byte fp16 vector, random fp16
 // inputs, a group's float64 mean and rstd for checking outputs; and what the forward probes of
-// whole groups (pipe_probe, held_probe) share: an acquire load, Chan's merge, gamma and beta,
-// the copy they are measured against, and the check of their y against a float64 forward.
+// whole groups (pipe_probe, held_probe) share: an acquire load, Chan's merge (a warp's in a fixed
+// order), a block's two sums, a vector's shifted sums and its SiLU, gamma and beta, the copy they
+// are measured against, and the check of their y against a float64 forward.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -113,6 +114,59 @@ __device__ __forceinline__ St merge(St a, St b) {
   return St{t, a.mean + d * f, a.m2 + b.m2 + d * d * a.n * f};
 }
 
+// Every lane's (count, mean, M2) merged by a butterfly, the lower lane first at each level, so
+// every lane ends with the same bits (lane: the thread's lane in its warp).
+__device__ __forceinline__ St warp_merge_ordered(St m, int lane) {
+  for (int o = 1; o < 32; o *= 2) {
+    const St other{__shfl_xor_sync(~0u, m.n, o), __shfl_xor_sync(~0u, m.mean, o), __shfl_xor_sync(~0u, m.m2, o)};
+    m = (lane & o) ? merge(other, m) : merge(m, other);
+  }
+  return m;
+}
+
+// A block's two sums, every thread's answer the same; red holds B / 32 float2. kGuard: a barrier
+// first, where the caller may still read red from the block's previous call.
+template <int B, bool kGuard>
+__device__ __forceinline__ float2 block_sum2(float a, float b, float2* red) {
+  for (int o = 16; o > 0; o /= 2) a += __shfl_xor_sync(~0u, a, o), b += __shfl_xor_sync(~0u, b, o);
+  if constexpr (kGuard) __syncthreads();
+  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = make_float2(a, b);
+  __syncthreads();
+  float2 t = make_float2(0.f, 0.f);
+#pragma unroll
+  for (int w = 0; w < B / 32; ++w) t.x += red[w].x, t.y += red[w].y;
+  return t;
+}
+
+// The eight fp16 elements of r shifted by k: their sum into s1 and their squares into s2.
+__device__ __forceinline__ void shifted_sums8(uint4 r, float k, float& s1, float& s2) {
+  const __half2* h = reinterpret_cast<const __half2*>(&r);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __half22float2(h[i]);
+    const float d0 = f.x - k, d1 = f.y - k;
+    s1 += d0 + d1;
+    s2 = fmaf(d0, d0, fmaf(d1, d1, s2));
+  }
+}
+
+// silu(scale * x + shift) of the eight fp16 elements of r (ss: scale, shift).
+__device__ __forceinline__ uint4 silu_affine8(uint4 r, float2 ss) {
+  const __half2* h = reinterpret_cast<const __half2*>(&r);
+  uint4 o;
+  __half2* oh = reinterpret_cast<__half2*>(&o);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    float2 f = __half22float2(h[i]);
+    f.x = fmaf(f.x, ss.x, ss.y);
+    f.y = fmaf(f.y, ss.x, ss.y);
+    f.x = __fdividef(f.x, 1.f + __expf(-f.x));
+    f.y = __fdividef(f.y, 1.f + __expf(-f.y));
+    oh[i] = __floats2half2_rn(f.x, f.y);
+  }
+  return o;
+}
+
 // gamma and beta of c channels, on the host and in device memory (fp32)
 struct Affine {
   std::vector<float> gamma, beta;
@@ -131,6 +185,33 @@ struct Affine {
   Affine(const Affine&) = delete;
   Affine& operator=(const Affine&) = delete;
 };
+
+// The compute units of device 0, and a non-blocking stream to time on.
+inline cudaStream_t probe_stream(int* cus) {
+  CHECK(cudaDeviceGetAttribute(cus, cudaDevAttrMultiProcessorCount, 0));
+  cudaStream_t s;
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  return s;
+}
+
+// How many rotating sets of `bytes` each make more than `total` bytes (at least 2): the probes
+// time over sets whose sum is more than 3x the L2, so each launch reads x from memory.
+inline int rotating_sets(std::size_t bytes, std::size_t total) {
+  return int(std::max<std::size_t>(2, total / bytes + 1));
+}
+
+// A set's x (n fp16 elements, fill_hashed with the set's seed, runs of 2^shift) and y.
+template <typename Args>
+void alloc_xy(Args& a, long long n, int set, int shift, float step, cudaStream_t s) {
+  CHECK(cudaMalloc(&a.x, std::size_t(n) * 2));
+  CHECK(cudaMalloc(&a.y, std::size_t(n) * 2));
+  fill_hashed<<<1024, 256, 0, s>>>(const_cast<__half*>(a.x), n, 17u * unsigned(set) + 1u, shift, step);
+}
+template <typename Args>
+void free_xy(Args& a) {
+  CHECK(cudaFree(const_cast<__half*>(a.x)));
+  CHECK(cudaFree(a.y));
+}
 
 // cudaMemcpy's microseconds for `bytes` from each set's x to its y, timed as the probes' kernels
 // are (a graph over the sets, replayed)
@@ -155,18 +236,20 @@ double cooperative_us(const void* kernel, const std::vector<Args>& sets, int gri
   return replay_median_us(s, 10, int(sets.size()));
 }
 
-// y = silu(gamma * xhat + beta) of `groups` groups of L elements (channels-first: channel rows of
-// hw, cpg a group, G groups a sample) against a float64 forward, every group, elements sampled
-inline void check_silu_forward(const __half* dx, const __half* dy, long long groups, long long L, long long hw, int G,
-                               int cpg, const Affine& af) {
+// y = silu(gamma * xhat + beta) of a set's `groups` groups (a.L elements each, channels-first:
+// channel rows of a.hw, a.cpg a group, G groups a sample) against a float64 forward, every group,
+// elements sampled; then any error of the launches before
+template <typename Args>
+void check_silu_forward(const Args& a, long long groups, int G, const Affine& af) {
+  const long long L = a.L, hw = a.hw;
   const std::size_t n = std::size_t(groups * L);
-  const std::vector<__half> x = to_host(dx, n), y = to_host(dy, n);
+  const std::vector<__half> x = to_host(a.x, n), y = to_host(a.y, n);
   double worst = 0;
   for (long long g = 0; g < groups; ++g) {
     double mean, rstd;
     group_moments(x, g * L, L, mean, rstd);
     for (long long i = (g * 7) % 53; i < L; i += 53) {
-      const std::size_t ch = std::size_t(int(g % G) * cpg + int(i / hw));
+      const std::size_t ch = std::size_t(int(g % G) * a.cpg + int(i / hw));
       const double v = (__half2float(x[std::size_t(g * L + i)]) - mean) * rstd * af.gamma[ch] + af.beta[ch];
       const double ref = v / (1.0 + std::exp(-v));
       worst = std::max(worst, std::fabs(ref - __half2float(y[std::size_t(g * L + i)])) / (1.0 + std::fabs(ref)));
