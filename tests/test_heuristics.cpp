@@ -94,7 +94,8 @@ TEST(Heuristics, ChannelsFirstForwardIsResidentOrSplitBelow96KbACuThenStream) {
   // 78 KB, 81920): split (kSplitCfFwdGroupElements); det 25x42 C=2048 (8.6 MB, 64 KB: no 16-byte
   // rows for split), ResNet 56x56 N=32 (51 MB) and 512 groups of 4M elements: stream
   // (heuristics.cpp, kStreamCfFwdBytesPerCu). Where the device has clusters, the groups of up to
-  // 64K elements are the onchip family's, in parts.
+  // 64K elements are the onchip family's, in parts, and SD 64x64 C=640's too where a cluster
+  // holds 16 (parts of 8K elements, kOnchipCfFwdLargeGroupPartElements).
   struct Case {
     Shape s;
     Family want;
@@ -102,7 +103,7 @@ TEST(Heuristics, ChannelsFirstForwardIsResidentOrSplitBelow96KbACuThenStream) {
   const Family parts_or = clusters() ? Family::onchip : Family::resident;
   const Family parts_or_split = clusters() ? Family::onchip : Family::split;
   for (const Case& c : {Case{Shape{2, 320, {64, 64}, 32}, parts_or}, Case{Shape{2, 1920, {32, 32}, 32}, parts_or_split},
-                        Case{Shape{1, 512, {64, 64}, 32}, parts_or_split}, Case{Shape{2, 640, {64, 64}, 32}, Family::split},
+                        Case{Shape{1, 512, {64, 64}, 32}, parts_or_split}, Case{Shape{2, 640, {64, 64}, 32}, wide_clusters() ? Family::onchip : Family::split},
                         Case{Shape{2, 2048, {25, 42}, 32}, Family::stream}, Case{Shape{32, 256, {56, 56}, 32}, Family::stream},
                         Case{Shape{16, 1024, {1024, 128}, 32}, Family::stream}}) {
     if (!reaches(c.want, c.s, Layout::channels_first)) continue;  // a smaller preset
@@ -413,7 +414,9 @@ TEST(Heuristics, SplitForwardTakes4096ElementSlicesOutsideTheBandOf8192) {
     EXPECT_EQ(choose(Shape{2, 1280, {32, 32}, 32}, Layout::channels_last)->name(), coarse);
     EXPECT_EQ(choose(Shape{2, 2560, {32, 32}, 32}, Layout::channels_last)->name(), fine);
   }
-  if (Registry::global().find("gn_fwd_f16_f16_cf_swish_split_b128_v8_e4"))  // (a channels-last build has none)
+  // (a channels-last build has none; where a cluster holds 16, the onchip forward in parts of 8K:
+  // ChannelsFirstGroupsOf8KTo64KTakeAClusterAGroup)
+  if (!wide_clusters() && Registry::global().find("gn_fwd_f16_f16_cf_swish_split_b128_v8_e4"))
     EXPECT_EQ(choose(Shape{2, 2560, {32, 32}, 32}, Layout::channels_first)->name(),
               "gn_fwd_f16_f16_cf_swish_split_b128_v8_e4");
   if (!clusters() && Registry::global().find("gn_fwd_f16_f16_cf_swish_split_b256_v8_e4"))  // (else the onchip forward in parts)
@@ -647,7 +650,10 @@ TEST(Heuristics, ChannelsFirstGroupsOf8KTo64KTakeAClusterAGroup) {
   // 256 x 8 x 2 in 10 where clusters hold 16; vae_64x512 256 x 8 x 2 in 16 where clusters hold
   // 16, else 256 x 8 x 4 in 8; sd15_16x1920 256 x 8 x 2 in 4 (not 128 x 8 x 1 in 15, whose
   // slots are fuller); layer_norm_32x64 (2 KB a compute unit) 256 x 8 x 2 in 16, else 256 x 8 x
-  // 4 in 8; not sd15_64x640 (81920 elements), which splits
+  // 4 in 8; sd15_64x640 and sdxl_32x2560 (81920 elements, 78 KB a compute unit) 256 x 8 x 4 in
+  // 10 where clusters hold 16 (parts of 8K, kOnchipCfFwdLargeGroupPartElements), else split
+  // (their parts of 16K lost there), and not det_25x42x2048 (65 KB, 67200 elements, rows that
+  // peel), which streams
   if (!clusters()) GTEST_SKIP() << "the device has no thread-block clusters (or HIPGN_CLUSTERS=0)";
   if (!built(Family::onchip)) GTEST_SKIP() << "no fp16 channels-first onchip forward in this build";
   const Layout cf = Layout::channels_first;
@@ -665,7 +671,13 @@ TEST(Heuristics, ChannelsFirstGroupsOf8KTo64KTakeAClusterAGroup) {
   expect_parts(Shape{1, 512, {64, 64}, 32}, cf, wide ? e2 : e4, wide ? 16 : 8);
   expect_parts(Shape{2, 1920, {16, 16}, 32}, cf, e2, 4);
   expect_parts(Shape{2, 64, {32, 32}, 1}, cf, wide ? e2 : e4, wide ? 16 : 8);
-  EXPECT_NE(choose({2, 640, {64, 64}, 32}, cf)->spec().family, Family::onchip);
+  for (const Shape& s : {Shape{2, 640, {64, 64}, 32}, Shape{2, 2560, {32, 32}, 32}}) {
+    if (wide)
+      expect_parts(s, cf, e4, 10);
+    else
+      EXPECT_NE(choose(s, cf)->spec().family, Family::onchip);
+  }
+  EXPECT_NE(choose({2, 2048, {25, 42}, 32}, cf)->spec().family, Family::onchip);
 }
 
 TEST(Heuristics, RowsFirstTimedOnTheH200TakeTheirFastestFamily) {

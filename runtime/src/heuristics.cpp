@@ -65,6 +65,9 @@ constexpr double kOnchipClFwdWidePartsBelowCuShare = 1.0;
 constexpr std::int64_t kOnchipClBwdFourByteFromElements = 8192;
 // The split forward from groups of this many elements, channels-first (below).
 constexpr std::int64_t kSplitCfFwdGroupElements = 61440;
+// ... where from kStreamCfFwdBytesPerCu the onchip forward takes them first in parts of at most
+// this many elements a workgroup (below).
+constexpr std::int64_t kOnchipCfFwdLargeGroupPartElements = 8192;
 // The split forward's slices below this many elements go first below kTinyBytesPerCu of x a
 // compute unit, last from it (better()).
 constexpr std::int64_t kSplitFwdSmallSliceElements = 4096;
@@ -266,7 +269,8 @@ RuleTables sm_90() {
       // 64K up to what 16 parts hold (odd_97x89_c160_g8, 16 groups of 172660, 5.5 MB: 256 x 8 x 8
       // in 11 parts 10.5 / 11.6 us against resident 12.8 / 12.9; H200, bench.py --best,
       // bench/NOTES.md, "Sixteen parts"), not past 60 KB a compute unit (sd15_64x640, 81920
-      // elements, 10 MB: 18.2 against split 16.1 on the H100 in 8 parts). Below 8 KB a compute
+      // elements, 10 MB: 18.2 against split 16.1 on the H100 in 8 parts; there parts of 8K only,
+      // below). Below 8 KB a compute
       // unit too since clusters of 16 hold a group of 64K in parts of 4096 (layer_norm_32x64, 2 groups:
       // 256 x 8 x 2 in 16 parts 3.93 us against split 5.34; H200, fp16 SiLU, L2-cold, bench.py
       // --best, bench/NOTES.md, "Sixteen parts"; in 8 parts it had tied split, 5.4 / 5.4 against
@@ -292,9 +296,29 @@ RuleTables sm_90() {
       Rule{Family::looped, kAny, 0, "channels-first, a small tensor, groups below 64 elements: a workgroup per group",
            63, Rule::kChannelsFirst}
           .bytes_per_cu(0, kStreamCfFwdBytesPerCu),
+      // Channels-first, few groups of 60K elements or more from 60 KB to 96 KB of x a compute unit
+      // (the split rule's problems past the small tensors' onchip rules), runs of 16-byte vectors:
+      // the onchip forward's instances of up to 8K elements a workgroup, in parts (where a
+      // cluster holds them; the fewer rounds of clusters that better() puts first would take 16K
+      // parts here, 1.09x slower), x read once in one launch, before the split
+      // family's second read from L2. H200, fp16 / bf16 SiLU, L2-cold, bench.py --best, one
+      // process (bench/NOTES.md, "Few large groups in parts of 8K"): sd15_64x640 and sdxl_32x2560
+      // (64 groups of 81920) 256 x 8 x 4 in 10 parts 14.41 / 14.42 and 14.26 / 14.48 us against
+      // split 128 x 8 x 4's 15.25 / 15.54 and 15.25 / 15.59; not parts of 16K, all a portable
+      // cluster's 8 allows there (HIPGN_CLUSTERS=portable: 256 x 8 x 8 in 5 16.03 / 16.16 and
+      // 16.14 / 15.89 against 15.61 / 15.94 and 15.70 / 16.06), nor rows that peel (det_25x42x2048,
+      // 65 KB: 256 x 8 x 4 in 9 16.26 / 16.12 against stream 15.24 / 15.83).
+      Rule{Family::onchip, 1.0, kSplitCfFwdGroupElements, "channels-first, few large 16-bit groups, 60-96 KB a compute unit: a thread-block cluster a group, in parts of up to 8K elements",
+           kOnchipCfFwdPartsMaxElements, Rule::kChannelsFirst}
+          .bytes_per_cu(kStreamCfFwdBytesPerCu, kSmallBytesPerCu)
+          .vector_bytes(16)
+          .group_runs(16)
+          .chunks_of_at_most(kOnchipCfFwdLargeGroupPartElements)
+          .only({DataType::f16, DataType::bf16}),
       // Channels-first, few groups of 60K elements or more from 8 KB to 96 KB of x a compute
-      // unit (1 to 12.7 MB on 132), 16-byte vectors: the split family's two launches, the second
-      // reading x from L2 (since its batches load at once and sum over registers: bench/NOTES.md,
+      // unit (1 to 12.7 MB on 132; from 60 KB those the rule above leaves), 16-byte vectors: the
+      // split family's two launches, the second reading x from L2 (since its batches load at
+      // once and sum over registers: bench/NOTES.md,
       // "The split forward's chain"; H100, fp16 / bf16 SiLU, L2-cold, bench.py --best,
       // 2026-11-27): vae_64x512 (65536 elements) 9.8 / 10.1 us against resident 10.7 / 10.8,
       // sd15_32x1920 (61440) 13.8 / 14.1 against 14.3 / 14.2, sd15_64x640 (81920) 17.1 / 17.4
@@ -939,7 +963,9 @@ const Instance* rule_choice(const Registry& reg, const DeviceInfo& dev, const Pr
       continue;
     const Instance* best = nullptr;
     for (const Instance* inst : bucket) {
-      if (inst->spec().family != rule.family || !inst->supports(p, tensors, nullptr, cus)) continue;
+      if (inst->spec().family != rule.family || inst->spec().chunk_elements() > rule.max_chunk_elements ||
+          !inst->supports(p, tensors, nullptr, cus))
+        continue;
       if (!best || better(*inst, *best, p, dev))
         best = inst;
     }

@@ -74,6 +74,8 @@ struct Rule {
   int group_run_bytes = 0;
   int min_run_bytes = 0;              // and that run spans at least this many bytes
   int x_dtypes = kAnyDtype;           // and x's type is one of these (bits of DataType)
+  // and of the family's instances those holding at most this many elements a workgroup (a chunk)
+  std::int64_t max_chunk_elements = std::numeric_limits<std::int64_t>::max();
   static constexpr int kAnyLayout = 3, kChannelsFirst = 1, kChannelsLast = 2;
   static constexpr int kAnyDtype = ~0;
 
@@ -85,6 +87,11 @@ struct Rule {
   Rule vector_bytes(int bytes) const {
     Rule r = *this;
     r.min_vector_bytes = bytes;
+    return r;
+  }
+  Rule chunks_of_at_most(std::int64_t elements) const {
+    Rule r = *this;
+    r.max_chunk_elements = elements;
     return r;
   }
   Rule group_runs(int bytes) const {
