@@ -98,14 +98,19 @@ def main():
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(dict(sorted(chosen.items())), f, indent=1)
     hit, timed = near_fastest(args.results, args.near) if args.results else (set(), 0)
+    def op_config(name):
+        parts = name.split("_")  # gn, op, x, gamma, layout, act, family, block, vector, per-thread
+        return parts[1], "_".join(parts[6:])
+
     by_config = collections.defaultdict(list)  # op and configuration -> unchosen instances
     for name in never:
-        parts = name.split("_")  # gn, op, x, gamma, layout, act, family, block, vector, per-thread
-        by_config[(parts[1], "_".join(parts[6:]))].append(name)
-    for (op, config), names in sorted(by_config.items()):
+        by_config[op_config(name)].append(name)
+    of_config = collections.Counter(op_config(name) for name in built if name not in generic)
+    for key, names in sorted(by_config.items()):
         near = [name for name in names if name in hit]
         note = f"; near the fastest on a timed row: {', '.join(near)}" if near else ""
-        print(f"  {op} {config}: {len(names)} never chosen{note}")
+        whole = " (the whole configuration)" if len(names) == of_config[key] else ""
+        print(f"  {key[0]} {key[1]}: {len(names)} of {of_config[key]} never chosen{whole}{note}")
     if args.results:
         print(f"(near: within {args.near:.2f}x of the fastest on one of {timed} rows of {args.results})")
     return 0
