@@ -270,8 +270,8 @@ RuleTables sm_90() {
       // in 11 parts 10.5 / 11.6 us against resident 12.8 / 12.9; H200, bench.py --best,
       // bench/NOTES.md, "Sixteen parts"), not past 60 KB a compute unit (sd15_64x640, 81920
       // elements, 10 MB: 18.2 against split 16.1 on the H100 in 8 parts; there parts of 8K only,
-      // below). Below 8 KB a compute
-      // unit too since clusters of 16 hold a group of 64K in parts of 4096 (layer_norm_32x64, 2 groups:
+      // below). Below 8 KB a compute unit too since clusters of 16 hold a group of 64K in parts
+      // of 4096 (layer_norm_32x64, 2 groups:
       // 256 x 8 x 2 in 16 parts 3.93 us against split 5.34; H200, fp16 SiLU, L2-cold, bench.py
       // --best, bench/NOTES.md, "Sixteen parts"; in 8 parts it had tied split, 5.4 / 5.4 against
       // 5.4 / 5.3) ...
@@ -300,8 +300,8 @@ RuleTables sm_90() {
       // (the split rule's problems past the small tensors' onchip rules), runs of 16-byte vectors:
       // the onchip forward's instances of up to 8K elements a workgroup, in parts (where a
       // cluster holds them; the fewer rounds of clusters that better() puts first would take 16K
-      // parts here, 1.09x slower), x read once in one launch, before the split
-      // family's second read from L2. H200, fp16 / bf16 SiLU, L2-cold, bench.py --best, one
+      // parts here, 1.09x slower), x read once in one launch, before the split family's second
+      // read from L2. H200, fp16 / bf16 SiLU, L2-cold, bench.py --best, one
       // process (bench/NOTES.md, "Few large groups in parts of 8K"): sd15_64x640 and sdxl_32x2560
       // (64 groups of 81920) 256 x 8 x 4 in 10 parts 14.41 / 14.42 and 14.26 / 14.48 us against
       // split 128 x 8 x 4's 15.25 / 15.54 and 15.25 / 15.59; not parts of 16K, all a portable
@@ -318,8 +318,8 @@ RuleTables sm_90() {
       // Channels-first, few groups of 60K elements or more from 8 KB to 96 KB of x a compute
       // unit (1 to 12.7 MB on 132; from 60 KB those the rule above leaves), 16-byte vectors: the
       // split family's two launches, the second reading x from L2 (since its batches load at
-      // once and sum over registers: bench/NOTES.md,
-      // "The split forward's chain"; H100, fp16 / bf16 SiLU, L2-cold, bench.py --best,
+      // once and sum over registers: bench/NOTES.md, "The split forward's chain"; H100, fp16 /
+      // bf16 SiLU, L2-cold, bench.py --best,
       // 2026-11-27): vae_64x512 (65536 elements) 9.8 / 10.1 us against resident 10.7 / 10.8,
       // sd15_32x1920 (61440) 13.8 / 14.1 against 14.3 / 14.2, sd15_64x640 (81920) 17.1 / 17.4
       // against stream 18.1 / 18.8, sdxl_32x2560 17.1 / 17.3 against 17.8 / 18.8; not groups of
