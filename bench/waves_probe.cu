@@ -15,6 +15,11 @@
 //             shared memory. x crosses memory once.
 //   waves2    waves1 with two buffers of half the size: wave w + 1's bulk copy is in flight while
 //             wave w waits for its group and writes.
+//   waves1g, waves2g  the same, each workgroup arriving on the counter of every group its share
+//             meets and waiting for those groups' workgroups only, not the whole wave's: a fast
+//             workgroup goes on to its next wave while slower ones of other groups still read
+//             (the stream forward's per-wave grid barrier waits for the slowest workgroup of
+//             all: bench/NOTES.md, "What streams at the copy's rate").
 // Timing: CUDA events around each launch, sets of buffers rotated so that every launch reads from
 // HBM (sets larger than 3x the L2 in all), median of 15.
 //
@@ -44,7 +49,7 @@ struct Args {
   const uint4* x;
   uint4* y;
   float* partials;       // [waves][grid]
-  unsigned* counters;    // [waves] (or [1] for reread), each in its own 128-byte line
+  unsigned* counters;    // [waves] ([groups] for the per-group waits, [1] for reread), each in its own 128-byte line
   long long vectors;     // 16-byte vectors of the tensor
   long long group_vectors;
   int groups_per_wave;   // waves1/2: whole groups a wave
@@ -115,8 +120,8 @@ __global__ void __launch_bounds__(kBlock) reread_kernel(Args a) {
 }
 
 // Waves of `groups_per_wave` whole groups, each cut into equal shares, one a workgroup; kBuffers
-// buffers of buffer_vectors each in shared memory.
-template <int kBuffers>
+// buffers of buffer_vectors each in shared memory. kPerGroup: the waits of its groups only.
+template <int kBuffers, bool kPerGroup>
 __global__ void __launch_bounds__(kBlock) waves_kernel(Args a) {
 #if defined(HIPGN_BULK_COPY)  // the device pass for sm_90: bulk.hpp's wrappers exist there only
   extern __shared__ __align__(128) uint4 smem[];
@@ -162,13 +167,25 @@ __global__ void __launch_bounds__(kBlock) waves_kernel(Args a) {
     for (long long q = threadIdx.x; q < hi - lo; q += kBlock) s += sum8(buf[q]);
     s = block_sum(s);
     // the workgroups of this workgroup's group (the first group its share meets)
-    const long long w0 = w * wave_vectors;
+    const long long w0 = w * wave_vectors, w_len = lmin(a.vectors, w0 + wave_vectors) - w0;
     const long long g = lo < hi ? (lo - w0) / a.group_vectors : 0;
-    const int first = int(g * a.group_vectors / share), last = int(lmin(grid - 1, ((g + 1) * a.group_vectors - 1) / share));
+    // the shares group gg of the wave meets: [first_of(gg), last_of(gg)], each non-empty
+    auto first_of = [&](long long gg) { return int(gg * a.group_vectors / share); };
+    auto last_of = [&](long long gg) { return int(lmin(grid - 1, (lmin(w_len, (gg + 1) * a.group_vectors) - 1) / share)); };
+    const int first = first_of(g), last = last_of(g);
     if (threadIdx.x == 0) {
       a.partials[std::size_t(w) * grid + b] = s;
-      arrive(a.counters + 32 * w);
-      wait_count(a.counters + 32 * w, grid);  // every workgroup of the wave (its groups' ones at least)
+      if constexpr (kPerGroup) {
+        if (lo < hi) {
+          const long long g_last = (hi - 1 - w0) / a.group_vectors;
+          unsigned* const c = a.counters + 32 * (std::size_t(w) * a.groups_per_wave);
+          for (long long gg = g; gg <= g_last; ++gg) arrive(c + 32 * gg);
+          for (long long gg = g; gg <= g_last; ++gg) wait_count(c + 32 * gg, unsigned(last_of(gg) - first_of(gg) + 1));
+        }
+      } else {
+        arrive(a.counters + 32 * w);
+        wait_count(a.counters + 32 * w, grid);  // every workgroup of the wave (its groups' ones at least)
+      }
     }
     __syncthreads();
     float t = 0.f;
@@ -195,8 +212,11 @@ int main(int argc, char** argv) {
   CHECK(cudaDeviceGetAttribute(&cus, cudaDevAttrMultiProcessorCount, dev));
   CHECK(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
   const int smem_bytes = std::min(smem_optin - 4096, 200 * 1024) / 32768 * 32768;  // whole 32 KB pieces
-  CHECK(cudaFuncSetAttribute(waves_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
-  CHECK(cudaFuncSetAttribute(waves_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
+  const void* waves_fns[2][2] = {{(const void*)waves_kernel<1, false>, (const void*)waves_kernel<1, true>},
+                                 {(const void*)waves_kernel<2, false>, (const void*)waves_kernel<2, true>}};
+  for (const auto& by_buffers : waves_fns)
+    for (const void* fn : by_buffers)
+      CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
   std::printf("compute units %d, shared memory a workgroup %d KB\n", cus, smem_bytes / 1024);
   // (MB of x, MB a group): vae_512x128-like, vae_1024x128, video_5d, sdxl_128x640-like, vae_256x512
   const double shapes[][2] = {{67.1, 2.1}, {268.4, 8.4}, {335.5, 10.5}, {41.9, 0.65}, {134.2, 4.2}};
@@ -232,8 +252,9 @@ int main(int argc, char** argv) {
       }
       return median(ms);
     };
-    auto cooperative = [&](const void* fn, Args& a, int smem, int waves) {
-      CHECK(cudaMemsetAsync(counters, 0, std::size_t(std::max(1, waves)) * 128));
+    // `lines`: the counters the launch arrives on (the waves', or every wave's groups')
+    auto cooperative = [&](const void* fn, Args& a, int smem, long long lines) {
+      CHECK(cudaMemsetAsync(counters, 0, std::size_t(std::max(1LL, lines)) * 128));
       void* args[] = {&a};
       CHECK(cudaLaunchCooperativeKernel(fn, dim3(cus), dim3(kBlock), args, smem));
     };
@@ -241,24 +262,29 @@ int main(int argc, char** argv) {
     const float reread = time([&](Args& a) { cooperative((const void*)reread_kernel, a, 0, 1); });
     std::printf("x %.1f MB, groups of %.2f MB: copy %.1f us, reread %.1f us (%.0f%% of copy)\n", sh[0], sh[1], copy,
                 reread, 100 * copy / reread);
-    for (int buffers = 1; buffers <= 2; ++buffers) {
-      const int buffer_vectors = smem_bytes / 16 / buffers;
-      const long long per_wave = (long long)buffer_vectors * cus / group_vectors;  // whole groups a wave
-      if (per_wave < 1) {
-        std::printf("  waves%d: a group exceeds a wave\n", buffers);
-        continue;
+    for (int buffers = 1; buffers <= 2; ++buffers)
+      for (int per_group = 0; per_group <= 1; ++per_group) {
+        const int buffer_vectors = smem_bytes / 16 / buffers;
+        const long long per_wave = (long long)buffer_vectors * cus / group_vectors;  // whole groups a wave
+        if (per_wave < 1) {
+          std::printf("  waves%d: a group exceeds a wave\n", buffers);
+          break;
+        }
+        const int gpw = int(per_wave);
+        const long long wave_vectors = group_vectors * gpw;
+        const int waves = int((vectors + wave_vectors - 1) / wave_vectors);
+        if ((long long)waves * (per_group ? gpw : 1) > max_waves) {
+          std::printf("  waves%d%s: more counters than allocated\n", buffers, per_group ? "g" : "");
+          continue;
+        }
+        const float t = time([&](Args& a) {
+          a.groups_per_wave = gpw;
+          a.buffer_vectors = buffer_vectors;
+          cooperative(waves_fns[buffers - 1][per_group], a, smem_bytes, (long long)waves * (per_group ? gpw : 1));
+        });
+        std::printf("  waves%d%s: %d waves of %d groups (%.1f MB), %.1f us (%.0f%% of copy)\n", buffers,
+                    per_group ? "g" : "", waves, gpw, wave_vectors * 16 / 1e6, t, 100 * copy / t);
       }
-      const int gpw = int(per_wave);
-      const long long wave_vectors = group_vectors * gpw;
-      const int waves = int((vectors + wave_vectors - 1) / wave_vectors);
-      const float t = time([&](Args& a) {
-        a.groups_per_wave = gpw;
-        a.buffer_vectors = buffer_vectors;
-        cooperative(buffers == 1 ? (const void*)waves_kernel<1> : (const void*)waves_kernel<2>, a, smem_bytes, waves);
-      });
-      std::printf("  waves%d: %d waves of %d groups (%.1f MB), %.1f us (%.0f%% of copy)\n", buffers, waves, gpw,
-                  wave_vectors * 16 / 1e6, t, 100 * copy / t);
-    }
     CHECK(cudaDeviceSynchronize());
     for (int i = 0; i < sets; ++i) {
       CHECK(cudaFree(xs[i]));
