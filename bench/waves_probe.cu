@@ -272,7 +272,8 @@ int main(int argc, char** argv) {
           std::printf("  waves%d: a group exceeds a wave\n", buffers);
           break;
         }
-        const int gpw = int(per_wave);
+        // (no more groups a wave than the tensor has: the shares are cut from a wave's size)
+        const int gpw = int(std::min(per_wave, (vectors + group_vectors - 1) / group_vectors));
         const long long wave_vectors = group_vectors * gpw;
         const int waves = int((vectors + wave_vectors - 1) / wave_vectors);
         if ((long long)waves * (per_group ? gpw : 1) > max_waves) {
