@@ -239,13 +239,8 @@ __global__ void __launch_bounds__(B, MINB) held(Args a) {
   }
 }
 
-struct Case {
-  const char* name;
-  int n, c, g, hw;
-};
-
 template <int B, int TV, int MINB, int NB, int kMode = 0>
-void run_config(std::vector<Args> sets, const Case& c, int cus, double copy, bool check_it,
+void run_config(std::vector<Args> sets, const GnCase& c, int cus, double copy, bool check_it,
                 const Affine& af, cudaStream_t s) {
   auto kernel = held<B, TV, MINB, NB, kMode>;
   const int smem = NB * B * TV * 16;
@@ -256,7 +251,7 @@ void run_config(std::vector<Args> sets, const Case& c, int cus, double copy, boo
   CHECK(cudaFuncGetAttributes(&fa, kernel));
   const int grid = cus * per_sm;
   constexpr int TE = B * TV * 8;
-  const long long groups = (long long)c.n * c.g;
+  const long long groups = c.groups();
   for (Args& a : sets) {
     a.K = (a.L + TE - 1) / TE;
     a.T = groups * a.K;
@@ -270,7 +265,7 @@ void run_config(std::vector<Args> sets, const Case& c, int cus, double copy, boo
   const double us = cooperative_us(reinterpret_cast<const void*>(kernel), sets, grid, B, std::size_t(smem), s);
   std::printf("%8.1f us %5.1f%% of copy\n", us, 100.0 * copy / us);
   std::fflush(stdout);
-  if (check_it) check_silu_forward(sets[0], (long long)c.n * c.g, c.g, af);
+  if (check_it) check_silu_forward(sets[0], c.groups(), c.g, af);
   CHECK(cudaGetLastError());
 }
 
@@ -279,15 +274,15 @@ void run_config(std::vector<Args> sets, const Case& c, int cus, double copy, boo
 int main() {
   int cus = 0;
   const cudaStream_t s = probe_stream(&cus);
-  const Case cases[] = {{"sd15_64x640 (10 MB)", 2, 640, 32, 64 * 64},
+  const GnCase cases[] = {{"sd15_64x640 (10 MB)", 2, 640, 32, 64 * 64},
                         {"sdxl_128x640 (42 MB)", 2, 640, 32, 128 * 128},
                         {"vae_256x512 (67 MB)", 1, 512, 32, 256 * 256},
                         {"r50_56x256_n32 (51 MB)", 32, 256, 32, 56 * 56},
                         {"vae_512x256 (134 MB)", 1, 256, 32, 512 * 512}};
-  for (const Case& c : cases) {
-    const long long groups = (long long)c.n * c.g;
-    const int L = (c.c / c.g) * c.hw;
-    const std::size_t bytes = std::size_t(groups * L) * 2;
+  for (const GnCase& c : cases) {
+    const long long groups = c.groups();
+    const int L = int(c.group_elements());
+    const std::size_t bytes = c.bytes();
     const int nsets = rotating_sets(bytes, 200u << 20);
     const Affine af(c.c);
     const long long max_t = groups * (L / (256 * 2 * 8) + 1);  // the smallest tile (256 x 2 x 8)
@@ -305,7 +300,7 @@ int main() {
       CHECK(cudaMalloc(&a.epoch, 2 * sizeof(unsigned)));
       CHECK(cudaMemset(a.epoch, 0, 2 * sizeof(unsigned)));
       a.finished = a.epoch + 1;
-      a.gamma = af.d_gamma, a.beta = af.d_beta, a.hw = c.hw, a.L = L, a.G = c.g, a.cpg = c.c / c.g;
+      a.gamma = af.d_gamma, a.beta = af.d_beta, a.hw = int(c.hw), a.L = L, a.G = c.g, a.cpg = c.c / c.g;
       sets.push_back(a);
     }
     CHECK(cudaStreamSynchronize(s));

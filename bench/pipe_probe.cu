@@ -178,14 +178,8 @@ __global__ void __launch_bounds__(B, MINB) pipe(Args a) {
   if (t == 0 && pending == 2u * unsigned(K)) a.count[pending_g] = 0;
 }
 
-struct Case {
-  const char* name;
-  int n, c, g;
-  long long hw;
-};
-
 template <int B, int U, int MINB, int kHint, int kMode = 0>
-void run_config(std::vector<Args> sets, const Case& c, int cus, double copy, bool check_it, int extra_lag,
+void run_config(std::vector<Args> sets, const GnCase& c, int cus, double copy, bool check_it, int extra_lag,
                 const Affine& af, cudaStream_t s) {
   auto kernel = pipe<B, U, MINB, kHint, kMode>;
   int per_sm = 0;
@@ -194,7 +188,7 @@ void run_config(std::vector<Args> sets, const Case& c, int cus, double copy, boo
   CHECK(cudaFuncGetAttributes(&fa, kernel));
   const int grid = cus * per_sm;
   constexpr long long TE = (long long)B * U * 8;
-  const long long groups = (long long)c.n * c.g;
+  const long long groups = c.groups();
   for (Args& a : sets) {
     a.K = int((a.L + TE - 1) / TE);
     a.T = groups * a.K;
@@ -205,7 +199,7 @@ void run_config(std::vector<Args> sets, const Case& c, int cus, double copy, boo
               kMode, B, U, MINB, kHint, fa.numRegs, grid, per_sm, sets[0].K, sets[0].D,
               double(sets[0].D) * grid * TE * 2 / 1e6, us, 100.0 * copy / us);
   std::fflush(stdout);
-  if (check_it) check_silu_forward(sets[0], (long long)c.n * c.g, c.g, af);
+  if (check_it) check_silu_forward(sets[0], c.groups(), c.g, af);
   CHECK(cudaGetLastError());
 }
 
@@ -214,14 +208,14 @@ void run_config(std::vector<Args> sets, const Case& c, int cus, double copy, boo
 int main() {
   int cus = 0;
   const cudaStream_t s = probe_stream(&cus);
-  const Case cases[] = {{"sd15_64x640 (10 MB)", 2, 640, 32, 64LL * 64},
+  const GnCase cases[] = {{"sd15_64x640 (10 MB)", 2, 640, 32, 64LL * 64},
                         {"sdxl_128x640 (40 MB)", 2, 640, 32, 128LL * 128},
                         {"vae_256x512 (64 MB)", 1, 512, 32, 256LL * 256},
                         {"vae_512x256 (128 MB)", 1, 256, 32, 512LL * 512},
                         {"video_5d_20x256x256 (320 MB)", 1, 128, 32, 20LL * 256 * 256}};
-  for (const Case& c : cases) {
-    const long long groups = (long long)c.n * c.g, L = (long long)(c.c / c.g) * c.hw;
-    const std::size_t bytes = std::size_t(groups * L) * 2;
+  for (const GnCase& c : cases) {
+    const long long groups = c.groups(), L = c.group_elements();
+    const std::size_t bytes = c.bytes();
     const int nsets = rotating_sets(bytes, 200u << 20);
     const Affine af(c.c);
     const long long max_t = groups * (L / 2048 + 1);  // the smallest tile (128 x 2 x 8)

@@ -167,6 +167,17 @@ __device__ __forceinline__ uint4 silu_affine8(uint4 r, float2 ss) {
   return o;
 }
 
+// A channels-first fp16 problem of the whole-group probes: N samples of C channels in G groups
+// over a spatial size hw; its groups, a group's elements and x's bytes
+struct GnCase {
+  const char* name;
+  int n, c, g;
+  long long hw;
+  long long groups() const { return (long long)n * g; }
+  long long group_elements() const { return (long long)(c / g) * hw; }
+  std::size_t bytes() const { return std::size_t(groups() * group_elements()) * 2; }
+};
+
 // gamma and beta of c channels, on the host and in device memory (fp32)
 struct Affine {
   std::vector<float> gamma, beta;
