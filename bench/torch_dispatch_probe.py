@@ -19,34 +19,24 @@ and, with gradients, one forward and one backward a call (the autograd engine in
   autograd.Function over the define/impl operators.
 Each path's output is checked against the package's (the same bits: one kernel, one dispatch).
 
-Run on the GPU machine after a build: PYTHONPATH=python HIPGN_LIBRARY=<build>/runtime/libhipgn.so
-python3 bench/torch_dispatch_probe.py
+Run on the GPU machine after a build: HIPGN_LIBRARY=<build>/runtime/libhipgn.so python3
+bench/torch_dispatch_probe.py
 """
 
-import time
+import os
+import sys
 
-import torch
-import torch.nn.functional as F
+# the package's overhead rows' measurement (tests/torch/bench_overhead.py; its _common puts this
+# tree's python/ on the path, and exits 77 saying why where PyTorch or a GPU is missing)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "torch"))
+from bench_overhead import host_us, torch  # noqa: E402
 
-import hipgn.torch as hgn
-from hipgn.torch import _ops
+import torch.nn.functional as F  # noqa: E402
+
+import hipgn.torch as hgn  # noqa: E402
+from hipgn.torch import _ops  # noqa: E402
 
 CALLS = 100  # a forward and backward queue ~3 kernels: 300, under the launch queue's ~1000
-
-
-def host_us(fn, calls=CALLS):
-    fn()  # caches, handle
-    torch.cuda.synchronize()
-    best = float("inf")
-    for _ in range(3):
-        torch.cuda._sleep(400_000_000)  # the GPU stays busy: the loop measures the host alone
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        t1 = time.perf_counter()
-        torch.cuda.synchronize()
-        best = min(best, (t1 - t0) / calls * 1e6)
-    return best
 
 
 # the same implementations, registered the lower-level way
@@ -106,8 +96,8 @@ def main():
             out = fn()
             got = out[0] if isinstance(out, tuple) else out
             assert torch.equal(got, want), name
-            rows.append((name + ", no grad", host_us(fn)))
-        rows.append(("F.group_norm + F.silu, no grad", host_us(lambda: F.silu(F.group_norm(x, 32, w, b)))))
+            rows.append((name + ", no grad", host_us(fn, CALLS)))
+        rows.append(("F.group_norm + F.silu, no grad", host_us(lambda: F.silu(F.group_norm(x, 32, w, b)), CALLS)))
     xg, wg, bg = (t.detach().clone().requires_grad_() for t in (x, w, b))
 
     grads = {}
@@ -120,13 +110,13 @@ def main():
             t.grad = None
         forward().backward(dy)
         grads[name] = [t.grad.clone() for t in (xg, wg, bg)]
-        rows.append((name + ", forward alone", host_us(forward)))
+        rows.append((name + ", forward alone", host_us(forward, CALLS)))
 
         def fwd_bwd(forward=forward):
             forward().backward(dy)
             for t in (xg, wg, bg):
                 t.grad = None
-        rows.append((name + ", forward + backward", host_us(fwd_bwd)))
+        rows.append((name + ", forward + backward", host_us(fwd_bwd, CALLS)))
     a, c = grads["group_norm(): custom_op + register_autograd"], grads["autograd.Function over define/impl"]
     assert all(torch.equal(p, q) for p, q in zip(a, c)), "the two hipgn paths' gradients differ"
     print(f"host time per call, x {tuple(x.shape)} fp16 channels-last, SiLU (best of 3 x {CALLS} calls):")

@@ -17,7 +17,9 @@ import torch.nn.functional as F
 CALLS = 200  # kernels queued behind the sleep stay well under the launch queue's ~1000 entries
 
 
-def host_us(fn):
+def host_us(fn, calls=CALLS):
+    """The best of 3 rounds of `calls` calls, in microseconds of host time a call (bench/
+    torch_dispatch_probe.py times with it too, fewer calls where each queues more kernels)."""
     fn()  # first call: caches, handle
     torch.cuda.synchronize()
     best = float("inf")
@@ -25,11 +27,11 @@ def host_us(fn):
         if hasattr(torch.cuda, "_sleep"):
             torch.cuda._sleep(400_000_000)  # a few hundred ms of GPU work: the queue never drains
         t0 = time.perf_counter()
-        for _ in range(CALLS):
+        for _ in range(calls):
             fn()
         t1 = time.perf_counter()
         torch.cuda.synchronize()
-        best = min(best, (t1 - t0) / CALLS * 1e6)
+        best = min(best, (t1 - t0) / calls * 1e6)
     return best
 
 
