@@ -1047,6 +1047,29 @@ TEST(Heuristics, MisalignedTensorsGetVectorOne) {
   EXPECT_EQ(inst->spec().vector, 1) << inst->name();
 }
 
+// The dispatcher remembers the heuristic's choices (Dispatcher::chosen_) under the problem and
+// its tensors' placement: a misaligned x after an aligned one still gets a vector of one, the
+// aligned tensors their first choice again, and a tuned instance overrides a remembered choice.
+TEST(Heuristics, RememberedChoicesKeepTheTensorsPlacementAndYieldToTuning) {
+  const Problem p = make_problem({2, 320, {64, 64}, 32}, DataType::f16, DataType::f16, Layout::channels_last,
+                                 Activation::swish);
+  if (Registry::global().bucket(Key::of(p)).empty()) GTEST_SKIP() << "this build has no channels-last fp16 forward";
+  Dispatcher h(kH100);
+  const Tensors aligned{reinterpret_cast<const void*>(4096), reinterpret_cast<void*>(1 << 20)};
+  const Tensors misaligned{reinterpret_cast<const void*>(4098), reinterpret_cast<void*>(1 << 20)};
+  const Instance* first = h.choose(p, &aligned);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(first, heuristic_choice(Registry::global(), kH100, p, &aligned));
+  EXPECT_GT(first->spec().vector, 1) << first->name();
+  const Instance* odd = h.choose(p, &misaligned);
+  ASSERT_NE(odd, nullptr);
+  EXPECT_EQ(odd->spec().vector, 1) << odd->name();
+  EXPECT_EQ(h.choose(p, &aligned), first);
+  EXPECT_EQ(h.choose(p, &misaligned), odd);
+  ASSERT_TRUE(h.set_tuned(p, odd->name()).ok());
+  EXPECT_EQ(h.choose(p, &aligned), odd);
+}
+
 TEST(Heuristics, RulesEndWithACatchAll) {
   for (const Target& target : kTargets)
     for (Op op : {Op::fwd, Op::dx, Op::dgb, Op::bwd}) {

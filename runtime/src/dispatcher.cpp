@@ -26,6 +26,18 @@ const Problem& as_run(const Problem& p, const Instance& inst, Problem* view) {
   return *view = in_layout(p, inst.spec().layout);
 }
 
+// What of the tensors an instance's support depends on (Instance::supports): each pointer's
+// offset from a 64-byte boundary (every alignment and phase test is modulo at most 32 bytes:
+// 8 elements of fp32) and whether it is given; all 0xff without tensors.
+std::array<std::uint8_t, kTensorCount> placement_of(const Tensors* t) {
+  std::array<std::uint8_t, kTensorCount> out;
+  for (unsigned i = 0; i < kTensorCount; ++i) {
+    const void* q = t ? tensor_pointer(*t, TensorBit(1u << i)) : nullptr;
+    out[i] = !t ? 0xff : q ? std::uint8_t(reinterpret_cast<std::uintptr_t>(q) % 64) : 0x80;
+  }
+  return out;
+}
+
 }  // namespace
 
 BuildConfig build_config() { return {HIPGN_BUILD_OPS, HIPGN_BUILD_DTYPES, HIPGN_BUILD_LAYOUTS, HIPGN_BUILD_ACTIVATIONS}; }
@@ -170,18 +182,26 @@ Dispatcher::~Dispatcher() {
 }
 
 const Instance* Dispatcher::choose(const Problem& p, const Tensors* tensors, Status* why) const {
+  std::pair<TuningKey, Placement> key{TuningKey::of(p, info_.key()), placement_of(tensors)};
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!tuned_.empty()) {
-      const auto it = tuned_.find(TuningKey::of(p, info_.key()));
+      const auto it = tuned_.find(key.first);
       // a tuned instance that cannot take these tensors (misaligned, say) falls through
       Problem view;
       if (it != tuned_.end() && it->second->supports(as_run(p, *it->second, &view), tensors, nullptr, info_.cus()))
         return it->second;
     }
+    if (const auto it = chosen_.find(key); it != chosen_.end()) return it->second;
   }
   const Instance* inst = heuristic_choice(registry(), info_, p, tensors);
-  if (!inst && why) *why = no_instance_status(registry(), p, tensors, info_.cus());
+  if (!inst) {
+    if (why) *why = no_instance_status(registry(), p, tensors, info_.cus());
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (chosen_.size() >= 65536) chosen_.clear();  // endless dynamic shapes: start over rather than grow
+  chosen_.emplace(std::move(key), inst);
   return inst;
 }
 

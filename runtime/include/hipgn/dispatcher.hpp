@@ -5,7 +5,9 @@
 // described by hand.
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -16,6 +18,7 @@
 #include "hipgn/heuristics.hpp"
 #include "hipgn/hipgn.hpp"
 #include "hipgn/instance.hpp"
+#include "hipgn/op.hpp"
 #include "hipgn/platform.hpp"
 #include "hipgn/problem.hpp"
 #include "hipgn/registry.hpp"
@@ -110,6 +113,12 @@ class Dispatcher {
   // outgrew: kept until the handle goes, since the graphs that use them may live as long
   std::map<std::pair<unsigned long long, hipStream_t>, std::pair<void*, std::size_t>> captured_counters_;
   std::vector<void*> outgrown_counters_;
+  // The heuristic's choices, each under its problem and its tensors' placement (placement_of):
+  // the choice is a function of those alone, so no tuning or database change invalidates it,
+  // and a lookup costs a fraction of the rules' walk (4-6 us a call on the H200; bench/NOTES.md,
+  // "The operator's host time, piece by piece").
+  using Placement = std::array<std::uint8_t, kTensorCount>;
+  mutable std::map<std::pair<TuningKey, Placement>, const Instance*> chosen_;
   TuningDb db_;                                 // every entry read or recorded
   std::map<TuningKey, const Instance*> tuned_;  // those this build honours: what choose() consults
   std::set<TuningKey> recorded_;                // recorded by this handle: what save adds to a file
