@@ -47,15 +47,17 @@ def main():
     with torch.no_grad():
         rows.append(("F.group_norm, no grad", host_us(lambda: F.group_norm(x, 32, w, b))))
         rows.append(("F.group_norm + F.silu, no grad", host_us(lambda: F.silu(F.group_norm(x, 32, w, b)))))
-        rows.append(("hipgn group_norm(silu), no grad (eager fast path)",
-                     host_us(lambda: hgn.group_norm(x, 32, w, b, activation="silu"))))
-        hgn.set_eager_fast_path(False)
-        rows.append(("hipgn group_norm(silu), no grad (through the operator)",
-                     host_us(lambda: hgn.group_norm(x, 32, w, b, activation="silu"))))
-        hgn.set_eager_fast_path(True)
     rows.append(("F.group_norm + F.silu, autograd forward", host_us(lambda: F.silu(F.group_norm(xg, 32, wg, bg)))))
-    rows.append(("hipgn group_norm(silu), autograd forward",
-                 host_us(lambda: hgn.group_norm(xg, 32, wg, bg, activation="silu"))))
+    for route, fast in (("eager fast path", True), ("through the operator", False)):
+        hgn.set_eager_fast_path(fast)
+        try:
+            with torch.no_grad():
+                rows.append((f"hipgn group_norm(silu), no grad ({route})",
+                             host_us(lambda: hgn.group_norm(x, 32, w, b, activation="silu"))))
+            rows.append((f"hipgn group_norm(silu), autograd forward ({route})",
+                         host_us(lambda: hgn.group_norm(xg, 32, wg, bg, activation="silu"))))
+        finally:
+            hgn.set_eager_fast_path(True)
     print(f"host time per call, eager, x {tuple(x.shape)} fp16 channels-last (best of 3 x {CALLS} calls):")
     for name, us in rows:
         print(f"  {name:58s} {us:7.1f} us")

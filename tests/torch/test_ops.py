@@ -124,16 +124,37 @@ class Numerics(unittest.TestCase):
         self.assertLessEqual(max_violation(x.grad, x2.grad, torch.float32) / 2, 1)
 
     def test_fast_path_and_operator_agree_bitwise(self):
-        x = fresh((2, 64, 16, 16), torch.float16, "cl")
-        w, b = affine(64, torch.float16, torch.float32, requires_grad=False)
-        with torch.no_grad():
-            fast = hgn.group_norm(x, 32, w, b, activation="silu")
-            hgn.set_eager_fast_path(False)
-            try:
-                slow = hgn.group_norm(x, 32, w, b, activation="silu")
-            finally:
-                hgn.set_eager_fast_path(True)
-        self.assertTrue(torch.equal(fast, slow))
+        # group_norm()'s eager routes (forward_impl without autograd, _EagerGroupNorm with it)
+        # against the operator's (set_eager_fast_path(False)): one kernel each, the same bits
+        for dtype, weight_dtype, layout in ((torch.float16, torch.float32, "cl"), (torch.float32, None, "cf")):
+            x = fresh((2, 64, 15, 16), dtype, layout)
+            w, b = affine(64, dtype, weight_dtype)
+            dy = fresh(x.shape, dtype, layout)
+            results = []
+            for fast in (True, False):
+                hgn.set_eager_fast_path(fast)
+                try:
+                    with torch.no_grad():
+                        y0 = hgn.group_norm(x, 32, w, b, activation="silu")
+                    xg = x.detach().clone().requires_grad_()
+                    w.grad = b.grad = None
+                    y = hgn.group_norm(xg, 32, w, b, activation="silu")
+                    eager_node = type(y.grad_fn).__name__ == "_EagerGroupNormBackward"
+                    self.assertEqual(eager_node, fast, f"fast path {fast}: autograd node {type(y.grad_fn).__name__}")
+                    y.backward(dy)
+                    results.append((y0, y.detach(), xg.grad, w.grad, b.grad))
+                finally:
+                    hgn.set_eager_fast_path(True)
+            for name, fast, slow in zip(("y no grad", "y", "dx", "dweight", "dbias"), *results):
+                self.assertTrue(torch.equal(fast, slow), f"{name}, {dtype} {layout}")
+
+    def test_double_backward_raises(self):
+        # hipgn's backward has no derivative of its own: a second one must fail, not return zeros
+        x = fresh((2, 16, 6, 7), torch.float32, "cf").requires_grad_()
+        w, b = affine(16, torch.float32, None)
+        (gx,) = torch.autograd.grad(hgn.group_norm(x, 4, w, b).square().sum(), x, create_graph=True)
+        with self.assertRaisesRegex(RuntimeError, "twice"):
+            gx.sum().backward()
 
     def test_empty_batch(self):
         x = torch.empty((0, 32, 4, 4), device="cuda", requires_grad=True)

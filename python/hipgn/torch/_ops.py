@@ -144,7 +144,7 @@ def why_unsupported(x: Tensor, num_groups: int, weight: Optional[Tensor] = None,
 _handles = {}  # device index -> _library.Handle, made with that device current
 _handles_lock = threading.Lock()
 _extra_databases = []  # files load_tuning_db() added: read by handles made later too
-_problems = {}  # the cached descriptor and workspace size of each problem seen
+_plans = {}  # a call's metadata -> what it decides (_plan)
 
 
 def handle(device: int) -> _library.Handle:
@@ -172,76 +172,77 @@ def _stream(device: int) -> int:
     return torch.cuda.current_stream(device).cuda_stream
 
 
-def _problem(op: int, x: Tensor, gamma_dtype: torch.dtype, layout: str, num_groups: int, act: int, eps: float,
-             swish_beta: float, device: int):
-    """The C descriptor (by reference) and the workspace bytes of a problem, cached: building
-    them costs more than the launch."""
-    key = (op, tuple(x.shape), x.dtype, gamma_dtype, layout, num_groups, act, eps, swish_beta, device)
-    hit = _problems.get(key)
-    if hit is not None:
-        return hit
+def _layout(x: Tensor, num_groups: int, weight: Optional[Tensor], bias: Optional[Tensor]) -> str:
+    """x's layout; UnsupportedError saying why when hipgn cannot read x."""
+    layout = layout_of(x)
+    if layout is None or x.device.type != "cuda":
+        raise UnsupportedError(why_unsupported(x, num_groups, weight, bias) or "unsupported input")
+    return layout
+
+
+def _plan(op: int, x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], num_groups: int, eps: float,
+          act: int, swish_beta: float):
+    """What a call's metadata decides, looked up rather than rebuilt: (the C descriptor by
+    reference, the workspace bytes, the handle's pointer, the layout, the device index). Read
+    from x's shape and strides, it costs more than the rest of a call (bench/NOTES.md, "The
+    operator's host time, piece by piece": the layout read from the strides, the descriptor, the
+    handle, each call)."""
+    key = (op, x.shape, x.stride(), x.dtype, x.get_device(), None if weight is None else weight.dtype,
+           None if bias is None else bias.dtype, num_groups, eps, act, swish_beta)
+    plan = _plans.get(key)
+    if plan is not None:
+        return plan
+    layout = _layout(x, num_groups, weight, bias)
+    device = x.device.index
     shape = x.shape
     p = _library.Problem(op=op, n=shape[0], c=shape[1], groups=num_groups, spatial_rank=len(shape) - 2,
-                         x_dtype=_DTYPE_CODES[x.dtype], gamma_dtype=_DTYPE_CODES[gamma_dtype],
+                         x_dtype=_DTYPE_CODES[x.dtype], gamma_dtype=_DTYPE_CODES[_gamma_dtype(x, weight, bias)],
                          layout=0 if layout == "cf" else 1, act=act, eps=eps, swish_beta=swish_beta)
     for i, d in enumerate(shape[2:]):
         p.spatial[i] = d
+    h = handle(device)
     # enough for whatever dispatch picks, tuned later or not: stays valid after tune()
-    ws = handle(device).workspace_size(p)
-    hit = (ctypes.byref(p), ws, p)
-    if len(_problems) >= 65536:  # endless dynamic shapes: start over rather than grow forever
-        _problems.clear()
-    _problems[key] = hit
-    return hit
+    plan = (ctypes.byref(p), h.workspace_size(p), h.ptr, layout, device)  # byref keeps p alive
+    if len(_plans) >= 65536:  # endless dynamic shapes: start over rather than grow forever
+        _plans.clear()
+    _plans[key] = plan
+    return plan
 
 
 def _ptr(t: Optional[Tensor]) -> Optional[int]:
     return None if t is None else t.data_ptr()
 
 
-class _OnDevice:
-    """The tensor's device made current, when it is not already (hipgn launches on the current one)."""
-    __slots__ = ("device", "previous")
-
-    def __init__(self, device: int):
-        self.device = device
-        self.previous = None
-
-    def __enter__(self):
-        current = torch.cuda.current_device()
-        if current != self.device:
-            self.previous = current
-            torch.cuda.set_device(self.device)
-
-    def __exit__(self, *exc):
-        if self.previous is not None:
-            torch.cuda.set_device(self.previous)
+def _launch(fn, device: int, ws_bytes: int, *args) -> None:
+    """fn (the library's fwd or bwd) with a workspace of ws_bytes from PyTorch's allocator, on
+    the current stream of x's device, made current first if it is not (hipgn launches there)."""
+    ws = torch.empty((ws_bytes,), dtype=torch.uint8, device=device) if ws_bytes else None
+    previous = torch.cuda.current_device()
+    if previous != device:
+        torch.cuda.set_device(device)
+    try:
+        status = fn(*args, _ptr(ws), ws_bytes, None, _stream(device))
+    finally:
+        if previous != device:
+            torch.cuda.set_device(previous)
+    if status != 0:
+        raise _lib.error(status)
 
 
 def forward_impl(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], num_groups: int, eps: float, act: int,
                  swish_beta: float) -> Tuple[Tensor, Tensor, Tensor]:
     """y (in x's layout), mean and rstd ([N, G] fp32) computed by hipgn on the current stream."""
-    layout = layout_of(x)
-    if layout is None or x.device.type != "cuda":
-        raise UnsupportedError(why_unsupported(x, num_groups, weight, bias) or "unsupported input")
     y = torch.empty_like(x)  # x's strides: y comes back in x's layout
-    n = x.shape[0]
-    mean = torch.empty((n, num_groups), dtype=torch.float32, device=x.device)
-    rstd = torch.empty((n, num_groups), dtype=torch.float32, device=x.device)
+    mean = x.new_empty((x.shape[0], num_groups), dtype=torch.float32)
+    rstd = x.new_empty((x.shape[0], num_groups), dtype=torch.float32)
     if x.numel() == 0:  # an empty batch or spatial extent: PyTorch's statistics of nothing
+        _layout(x, num_groups, weight, bias)
         return y, mean.fill_(math.nan), rstd.fill_(math.nan)
+    pref, ws_bytes, hptr, _, device = _plan(_OP_FWD, x, weight, bias, num_groups, eps, act, swish_beta)
     weight = weight.contiguous() if weight is not None else None
     bias = bias.contiguous() if bias is not None else None
-    device = x.device.index
-    pref, ws_bytes, _ = _problem(_OP_FWD, x, _gamma_dtype(x, weight, bias), layout, num_groups, act, eps, swish_beta,
-                                 device)
-    h = handle(device)
-    with _OnDevice(device):
-        ws = torch.empty((ws_bytes,), dtype=torch.uint8, device=x.device) if ws_bytes else None
-        status = _lib.fwd(h.ptr, pref, x.data_ptr(), y.data_ptr(), _ptr(weight), _ptr(bias), mean.data_ptr(),
-                          rstd.data_ptr(), _ptr(ws), ws_bytes, None, _stream(device))
-    if status != 0:
-        raise _lib.error(status)
+    _launch(_lib.fwd, device, ws_bytes, hptr, pref, x.data_ptr(), y.data_ptr(), _ptr(weight), _ptr(bias),
+            mean.data_ptr(), rstd.data_ptr())
     return y, mean, rstd
 
 
@@ -267,25 +268,17 @@ def backward_impl(dy: Tensor, x: Tensor, mean: Tensor, rstd: Tensor, weight: Opt
         return dx, dgamma, dbeta
     if x.numel() == 0:
         return dx, dgamma.zero_(), dbeta.zero_()
-    layout = layout_of(x)
-    if layout is None or layout_of(dy) != layout or dy.shape != x.shape:
+    op = _OP_BWD if need_dx and need_dgb else (_OP_DX if need_dx else _OP_DGB)
+    pref, ws_bytes, hptr, layout, device = _plan(op, x, weight, bias, num_groups, eps, act, swish_beta)
+    # the same strides are the same layout; other strides may still be (size-1 dimensions)
+    if dy.shape != x.shape or (dy.stride() != x.stride() and layout_of(dy) != layout):
         raise UnsupportedError(f"dy (shape {tuple(dy.shape)}, strides {dy.stride()}) must have x's shape and layout "
                                f"({tuple(x.shape)}, {layout})")
     weight = weight.contiguous() if weight is not None else None
     bias = bias.contiguous() if bias is not None else None
-    op = _OP_BWD if need_dx and need_dgb else (_OP_DX if need_dx else _OP_DGB)
-    device = x.device.index
-    pref, ws_bytes, _ = _problem(op, x, _gamma_dtype(x, weight, bias), layout, num_groups, act, eps, swish_beta,
-                                 device)
-    h = handle(device)
-    with _OnDevice(device):
-        ws = torch.empty((ws_bytes,), dtype=torch.uint8, device=x.device) if ws_bytes else None
-        status = _lib.bwd(h.ptr, pref, dy.data_ptr(), x.data_ptr(), mean.data_ptr(), rstd.data_ptr(), _ptr(weight),
-                          _ptr(bias), dx.data_ptr() if need_dx else None,
-                          dgamma.data_ptr() if need_dgb else None, dbeta.data_ptr() if need_dgb else None, _ptr(ws),
-                          ws_bytes, None, _stream(device))
-    if status != 0:
-        raise _lib.error(status)
+    _launch(_lib.bwd, device, ws_bytes, hptr, pref, dy.data_ptr(), x.data_ptr(), mean.data_ptr(), rstd.data_ptr(),
+            _ptr(weight), _ptr(bias), dx.data_ptr() if need_dx else None, dgamma.data_ptr() if need_dgb else None,
+            dbeta.data_ptr() if need_dgb else None)
     return dx, dgamma, dbeta
 
 
@@ -301,7 +294,7 @@ def group_norm_fwd(x: Tensor, weight: typing.Optional[Tensor], bias: typing.Opti
 
 
 @group_norm_fwd.register_fake
-def _(x, weight, bias, num_groups, eps, act, swish_beta):
+def _fake_forward(x, weight, bias, num_groups, eps, act, swish_beta):
     n = x.shape[0]
     return (torch.empty_like(x), x.new_empty((n, num_groups), dtype=torch.float32),
             x.new_empty((n, num_groups), dtype=torch.float32))
@@ -316,29 +309,59 @@ def group_norm_bwd(dy: Tensor, x: Tensor, mean: Tensor, rstd: Tensor, weight: ty
 
 
 @group_norm_bwd.register_fake
-def _(dy, x, mean, rstd, weight, bias, num_groups, eps, act, swish_beta, need_dx, need_dgb):
+def _fake_backward(dy, x, mean, rstd, weight, bias, num_groups, eps, act, swish_beta, need_dx, need_dgb):
     return backward_outputs(x, weight, need_dx, need_dgb and weight is not None)
 
 
-def _setup_context(ctx, inputs, output):
+def _save_for_formula(ctx, inputs, output):
+    """What the formula (_gradients) reads: x, weight, bias, mean, rstd and the call's scalars."""
     x, weight, bias, num_groups, eps, act, swish_beta = inputs
     _, mean, rstd = output
     ctx.save_for_backward(x, weight, bias, mean, rstd)
     ctx.hipgn_args = (num_groups, eps, act, swish_beta)
-    ctx.mark_non_differentiable(mean, rstd)
 
 
-def _backward(ctx, dy, _dmean, _drstd):
+def _setup_context(ctx, inputs, output):
+    _save_for_formula(ctx, inputs, output)
+    ctx.mark_non_differentiable(output[1], output[2])
+
+
+def _gradients(bwd, ctx, dy) -> Tuple[Optional[Tensor], ...]:
+    """The formula's gradients of (x, weight, bias, num_groups, eps, act, swish_beta) through
+    bwd: the backward operator, or backward_impl itself on the eager path."""
     x, weight, bias, mean, rstd = ctx.saved_tensors
     num_groups, eps, act, swish_beta = ctx.hipgn_args
     need_dx, need_dw, need_db = ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.needs_input_grad[2]
-    dy = _to_layout(dy, layout_of(x) or "cf")
-    dx, dw, db = torch.ops.hipgn.group_norm_bwd.default(dy, x, mean, rstd, weight, bias, num_groups, eps, act,
-                                                        swish_beta, need_dx, need_dw or need_db)
+    if dy.stride() != x.stride():  # the same strides are the same layout: no copy, no reading them
+        dy = _to_layout(dy, layout_of(x) or "cf")
+    dx, dw, db = bwd(dy, x, mean, rstd, weight, bias, num_groups, eps, act, swish_beta, need_dx, need_dw or need_db)
     return dx if need_dx else None, dw if need_dw else None, db if need_db else None, None, None, None, None
 
 
+def _backward(ctx, dy, _dmean, _drstd):
+    return _gradients(torch.ops.hipgn.group_norm_bwd.default, ctx, dy)
+
+
 group_norm_fwd.register_autograd(_backward, setup_context=_setup_context)
+
+
+class _EagerGroupNorm(torch.autograd.Function):
+    """group_norm()'s route in plain eager mode with gradients: the operator's formula, with the
+    impls called directly. An autograd forward costs 38-44 us of host time this way against
+    112-117 through the operator, a forward and backward 190-220 against 530-560 (bench/NOTES.md,
+    "The operator's host time, piece by piece"): custom_op's and register_autograd's Python
+    wrappers cost more than the call itself."""
+
+    @staticmethod
+    def forward(ctx, *inputs):  # the operator's: x, weight, bias, num_groups, eps, act, swish_beta
+        output = forward_impl(*inputs)
+        _save_for_formula(ctx, inputs, output)
+        return output[0]  # y alone: mean and rstd stay saved tensors, not outputs autograd tracks
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable  # as the operator: no second derivative
+    def backward(ctx, dy):
+        return _gradients(backward_impl, ctx, dy)
 
 
 # --- the function users call ----------------------------------------------------------------
@@ -347,21 +370,26 @@ _eager_fast_path = True
 
 
 def set_eager_fast_path(enabled: bool) -> None:
-    """In eager mode without autograd (inference), group_norm() calls hipgn directly instead of
-    through the dispatcher, which saves most of the per-call host time. On by default; off makes
-    every call go through the registered operator."""
+    """In plain eager mode group_norm() calls hipgn directly instead of through the registered
+    operator: without autograd, forward_impl itself; with it, an autograd.Function with the
+    operator's formula over the impls. That saves most of the per-call host time. On by default;
+    off makes every call go through the operator."""
     global _eager_fast_path
     _eager_fast_path = bool(enabled)
 
 
-def _plain_eager(x: Tensor) -> bool:
+def _plain_eager(*tensors: Optional[Tensor]) -> bool:
     """Whether nothing observes or transforms this call (tracing, dispatch or function modes,
-    functorch, tensor subclasses): only then may it skip the dispatcher. Anything unknown: no."""
-    if type(x) is not Tensor or torch.jit.is_tracing():
+    functorch, tensor subclasses, on any of its tensors): only then may it skip the dispatcher.
+    Anything unknown: no."""
+    if torch.jit.is_tracing():
         return False
     try:
-        return (torch._C._len_torch_dispatch_stack() == 0 and not torch._C._is_torch_function_mode_enabled()
-                and not torch._C._functorch.is_functorch_wrapped_tensor(x))
+        if torch._C._len_torch_dispatch_stack() != 0 or torch._C._is_torch_function_mode_enabled():
+            return False
+        wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+        return all(t is None or (type(t) is Tensor or type(t) is torch.nn.Parameter) and not wrapped(t)
+                   for t in tensors)
     except AttributeError:  # a PyTorch without these internals: take the safe path
         return False
 
@@ -395,6 +423,8 @@ def group_norm(x: Tensor, num_groups: int, weight: Optional[Tensor] = None, bias
     if weight is None and (bias is not None or act == ACT_SWISH):
         # hipgn's backward takes gamma when there is a bias gradient or Swish to recompute
         weight = torch.ones(x.shape[1], dtype=_gamma_dtype(x, weight, bias), device=x.device)
-    if not torch.compiler.is_compiling() and _eager_fast_path and grad_op is None and _plain_eager(x):
-        return forward_impl(x, weight, bias, num_groups, float(eps), act, swish_beta)[0]
+    if not torch.compiler.is_compiling() and _eager_fast_path and _plain_eager(x, weight, bias):
+        if grad_op is None:
+            return forward_impl(x, weight, bias, num_groups, float(eps), act, swish_beta)[0]
+        return _EagerGroupNorm.apply(x, weight, bias, num_groups, float(eps), act, swish_beta)
     return torch.ops.hipgn.group_norm_fwd.default(x, weight, bias, num_groups, float(eps), act, swish_beta)[0]
