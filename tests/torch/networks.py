@@ -3,8 +3,9 @@ decoder (conv, GroupNorm, SiLU, nearest upsampling; channels-last). For each: pa
 unpatched outputs and gradients, both measured against a float64 copy (hipgn must be as close to
 float64 as PyTorch's own GroupNorm, within a factor 2 plus a floor per precision), and each of
 the network's GroupNorm problems alone against PyTorch's and float64; then the time
-of a training step and of inference, patched and not, eager and compiled (within a time budget:
-compiled timings that would not fit are reported as skipped).
+of a training step and of inference, patched and not: eager, captured in a CUDA graph and
+replayed (the kernels without host time), and compiled (within a time budget: compiled timings
+that would not fit are reported as skipped).
 
 Usage: networks.py [--budget-s S] [--json FILE] [--no-compile]. Exits 77 (skipped), saying why,
 where PyTorch or a GPU is missing; 1 if an accuracy check fails."""
@@ -216,9 +217,24 @@ def median_ms(fn, warmup, iters):
     return statistics.median(times)
 
 
+def graphed(fn):
+    """fn captured in a CUDA graph, after warm-up runs on a side stream (PyTorch's whole-network
+    capture): its replay."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return graph.replay
+
+
 def timings(name, build, x_shape, precision, budget_s, compile_ok, compile_estimate_s):
     """ms per training step (forward, backward, SGD step) and per inference, for unpatched and
-    patched, eager and then (if the budget holds both) compiled."""
+    patched, eager, graphed and then (if the budget holds both) compiled."""
     torch.manual_seed(3)
     base = randomize_norms(build()).cuda()
     dtype = torch.float16 if precision == "fp16" else torch.float32
@@ -231,10 +247,11 @@ def timings(name, build, x_shape, precision, budget_s, compile_ok, compile_estim
             hgn.patch(model)
         models[patched] = (model, torch.optim.SGD(model.parameters(), lr=1e-4))
 
+    # (autocast's cast cache off: a graph cannot hold it, and each weight is cast once a step here)
     def train(m, opt):
         def step():
             opt.zero_grad(set_to_none=True)
-            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp, cache_enabled=False):
                 y = m(x)
             y.float().square().mean().backward()
             opt.step()
@@ -242,7 +259,7 @@ def timings(name, build, x_shape, precision, budget_s, compile_ok, compile_estim
 
     def infer(m):
         def run():
-            with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
+            with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp, cache_enabled=False):
                 m(x)
         return run
 
@@ -251,6 +268,9 @@ def timings(name, build, x_shape, precision, budget_s, compile_ok, compile_estim
         rows[patched] = {"network": name, "precision": precision, "patched": patched, "batch": list(x_shape),
                          "eager_train_ms": median_ms(train(model, opt), 3, 10),
                          "eager_infer_ms": median_ms(infer(model), 3, 10)}
+        # the same step captured in a CUDA graph and replayed: no host time, the kernels alone
+        rows[patched]["graphed_train_ms"] = median_ms(graphed(train(model, opt)), 3, 10)
+        rows[patched]["graphed_infer_ms"] = median_ms(graphed(infer(model)), 3, 10)
     remaining = budget_s - (time.monotonic() - T0)
     for patched, (model, opt) in models.items():
         row = rows[patched]
@@ -330,7 +350,8 @@ def main():
         if "patched" in row:
             by_key.setdefault((row["network"], row["precision"]), {})[row["patched"]] = row
     for (net, prec), pair in by_key.items():
-        for mode in ("eager_train_ms", "eager_infer_ms", "compiled_train_ms", "compiled_infer_ms"):
+        for mode in ("eager_train_ms", "eager_infer_ms", "graphed_train_ms", "graphed_infer_ms", "compiled_train_ms",
+                     "compiled_infer_ms"):
             u, p = pair.get(False, {}).get(mode), pair.get(True, {}).get(mode)
             if u and p:
                 print(f"{net:14s} {prec:14s} {mode[:-3]:16s} {u:9.2f} {p:11.2f} {u / p:8.2f}x")
