@@ -10,7 +10,7 @@
 #   compile      torch.compile(fullgraph=True): no graph break, outputs and gradients as eager
 #   overhead     host microseconds per eager call, next to F.group_norm's
 #   networks     ResNet-50 (GroupNorm) and a diffusion-style decoder: accuracy, then step and
-#                inference times patched and not, eager and compiled (what fits the budget)
+#                inference times patched and not: eager, in a CUDA graph, compiled (what fits)
 # The whole run is held under BUDGET_S seconds (default 460: under 8 minutes).
 # Environment: OUT (default /tmp/hipgn-out), BUILD (default build-gpu), PYTHON (default: the
 # first of python3, python3.12, python3.11 that imports torch), BUDGET_S.
