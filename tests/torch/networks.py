@@ -7,7 +7,8 @@ of a training step and of inference, patched and not: eager, captured in a CUDA 
 replayed (the kernels without host time), and compiled (within a time budget: compiled timings
 that would not fit are reported as skipped).
 
-Usage: networks.py [--budget-s S] [--json FILE] [--no-compile]. Exits 77 (skipped), saying why,
+Usage: networks.py [--budget-s S] [--json FILE] [--no-compile] [--compile-mode MODE] [--only NET]
+[--no-accuracy]. Exits 77 (skipped), saying why,
 where PyTorch or a GPU is missing; 1 if an accuracy check fails."""
 
 import argparse
@@ -232,7 +233,7 @@ def graphed(fn):
     return graph.replay
 
 
-def timings(name, build, x_shape, precision, budget_s, compile_ok, compile_estimate_s):
+def timings(name, build, x_shape, precision, budget_s, compile_ok, compile_estimate_s, compile_mode="default"):
     """ms per training step (forward, backward, SGD step) and per inference, for unpatched and
     patched, eager, graphed and then (if the budget holds both) compiled."""
     torch.manual_seed(3)
@@ -282,7 +283,7 @@ def timings(name, build, x_shape, precision, budget_s, compile_ok, compile_estim
         else:
             try:
                 torch._dynamo.reset()
-                compiled = torch.compile(model)
+                compiled = torch.compile(model, mode=compile_mode)
                 start = time.monotonic()
                 row["compiled_train_ms"] = median_ms(train(compiled, opt), 3, 10)
                 row["compiled_infer_ms"] = median_ms(infer(compiled), 3, 10)
@@ -303,6 +304,9 @@ def main():
     parser.add_argument("--budget-s", type=float, default=300, help="wall time for the whole script")
     parser.add_argument("--json", default="", help="write the results here")
     parser.add_argument("--no-compile", action="store_true", help="eager timings only")
+    parser.add_argument("--compile-mode", default="default", help="torch.compile's mode (reduce-overhead: CUDA graphs)")
+    parser.add_argument("--only", default="", help="this network alone (decoder, resnet50-gn)")
+    parser.add_argument("--no-accuracy", action="store_true", help="timings only")
     args = parser.parse_args()
     results = {"accuracy": [], "timing": [], "device": torch.cuda.get_device_name(), "torch": torch.__version__}
 
@@ -316,12 +320,14 @@ def main():
         results["resnet50-gn"] = f"skipped: torchvision is not importable ({TORCHVISION_MISSING})"
         print(results["resnet50-gn"])
 
+    nets = [net for net in nets if args.only in ("", net[0])]
+    results["compile_mode"] = args.compile_mode
     # accuracy first (eager, quick), with the float64 reference's exact convolutions and no
     # algorithm search (float64 convolutions are slow to benchmark)
     torch.backends.cudnn.benchmark = False
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
-    for name, build, acc_shape, _, precisions, _, _ in nets:
+    for name, build, acc_shape, _, precisions, _, _ in ([] if args.no_accuracy else nets):
         for precision in precisions:
             try:
                 results["accuracy"] += accuracy(name, build, acc_shape, precision)
@@ -338,7 +344,7 @@ def main():
     for name, build, _, time_shape, _, precision, compile_s in nets:
         try:
             results["timing"] += timings(name, build, time_shape, precision, args.budget_s, not args.no_compile,
-                                         compile_s)
+                                         compile_s, args.compile_mode)
         except Exception as e:
             results["timing"].append({"network": name, "precision": precision, "error": f"{type(e).__name__}: {e}"})
             print(f"timing {name} {precision}: FAILED with {type(e).__name__}: {e}")
