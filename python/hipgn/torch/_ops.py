@@ -182,11 +182,10 @@ def _layout(x: Tensor, num_groups: int, weight: Optional[Tensor], bias: Optional
 
 def _plan(op: int, x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], num_groups: int, eps: float,
           act: int, swish_beta: float):
-    """What a call's metadata decides, looked up rather than rebuilt: (the C descriptor by
-    reference, the workspace bytes, the handle's pointer, the layout, the device index). Read
-    from x's shape and strides, it costs more than the rest of a call (bench/NOTES.md, "The
-    operator's host time, piece by piece": the layout read from the strides, the descriptor, the
-    handle, each call)."""
+    """What a call's metadata decides, looked up by shape, strides, dtypes and arguments rather
+    than rebuilt: (the C descriptor by reference, the workspace bytes, the handle's pointer, the
+    layout, the device index). Rebuilding cost 3-5 us of a 33 us call (bench/NOTES.md, "The
+    operator's host time, piece by piece")."""
     key = (op, x.shape, x.stride(), x.dtype, x.get_device(), None if weight is None else weight.dtype,
            None if bias is None else bias.dtype, num_groups, eps, act, swish_beta)
     plan = _plans.get(key)
