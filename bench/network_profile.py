@@ -64,20 +64,13 @@ def main():
             hgn.patch(model)
         opt = torch.optim.SGD(model.parameters(), lr=1e-4)
 
-        def train(net=model):
-            opt.zero_grad(set_to_none=True)
-            with torch.autocast("cuda", dtype=torch.bfloat16):
-                y = net(x)
-            y.float().square().mean().backward()
-            opt.step()
-
-        def infer(net=model):
-            with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
-                net(x)
+        train = networks.train_step(model, opt, x, amp=True)
+        infer = networks.infer_step(model, x, amp=True)
         modes = [("eager train", train), ("eager infer", infer)]
         if patched:  # compiling unpatched ResNet-50 takes a minute: networks.py times it
             compiled = torch.compile(model)
-            modes += [("compiled train", lambda: train(compiled)), ("compiled infer", lambda: infer(compiled))]
+            modes += [("compiled train", networks.train_step(compiled, opt, x, amp=True)),
+                      ("compiled infer", networks.infer_step(compiled, x, amp=True))]
         for mode, fn in modes:
             wall = median_ms(fn, 3, 10)
             by_name, total = kernels(fn)

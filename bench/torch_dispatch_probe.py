@@ -34,6 +34,7 @@ import sys
 # the package's overhead rows' measurement (tests/torch/bench_overhead.py; its _common puts this
 # tree's python/ on the path, and exits 77 saying why where PyTorch or a GPU is missing)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "torch"))
+from _common import eager_fast_path  # noqa: E402
 from bench_overhead import host_us, torch  # noqa: E402
 
 import torch.nn.functional as F  # noqa: E402
@@ -123,11 +124,8 @@ def pieces(x, w, b, args):
 
 
 def through_operator(x, w, b):
-    hgn.set_eager_fast_path(False)
-    try:
+    with eager_fast_path(False):
         return hgn.group_norm(x, 32, w, b, activation="silu")
-    finally:
-        hgn.set_eager_fast_path(True)
 
 
 def routes(x, w, b, dy, args):

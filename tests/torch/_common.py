@@ -1,6 +1,7 @@
 """Shared by the PyTorch tests: the skip rule (exit 77, with the reason: ctest's skip), the
 source tree's package on the path, fresh random inputs, float64 references and tolerances."""
 
+import contextlib
 import os
 import sys
 
@@ -84,3 +85,15 @@ def rel_err(got, want):
     n = want.norm().item()
     d = (got - want).norm().item()
     return d / n if n > 0 else d
+
+
+@contextlib.contextmanager
+def eager_fast_path(enabled: bool):
+    """group_norm()'s eager fast path (hipgn.torch.set_eager_fast_path) on or off for a block,
+    then on again, as by default."""
+    import hipgn.torch as hgn
+    hgn.set_eager_fast_path(enabled)
+    try:
+        yield
+    finally:
+        hgn.set_eager_fast_path(True)

@@ -9,7 +9,7 @@ import argparse
 import json
 import time
 
-from _common import torch
+from _common import eager_fast_path, torch
 
 import hipgn.torch as hgn
 import torch.nn.functional as F
@@ -49,15 +49,12 @@ def main():
         rows.append(("F.group_norm + F.silu, no grad", host_us(lambda: F.silu(F.group_norm(x, 32, w, b)))))
     rows.append(("F.group_norm + F.silu, autograd forward", host_us(lambda: F.silu(F.group_norm(xg, 32, wg, bg)))))
     for route, fast in (("eager fast path", True), ("through the operator", False)):
-        hgn.set_eager_fast_path(fast)
-        try:
+        with eager_fast_path(fast):
             with torch.no_grad():
                 rows.append((f"hipgn group_norm(silu), no grad ({route})",
                              host_us(lambda: hgn.group_norm(x, 32, w, b, activation="silu"))))
             rows.append((f"hipgn group_norm(silu), autograd forward ({route})",
                          host_us(lambda: hgn.group_norm(xg, 32, wg, bg, activation="silu"))))
-        finally:
-            hgn.set_eager_fast_path(True)
     print(f"host time per call, eager, x {tuple(x.shape)} fp16 channels-last (best of 3 x {CALLS} calls):")
     for name, us in rows:
         print(f"  {name:58s} {us:7.1f} us")

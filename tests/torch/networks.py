@@ -233,6 +233,26 @@ def graphed(fn):
     return graph.replay
 
 
+# (autocast's cast cache off: a graph cannot hold it, and each weight is cast once a step here)
+def train_step(m, opt, x, amp):
+    """One training step of m on x (forward, backward, SGD step), under bf16 autocast if amp."""
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp, cache_enabled=False):
+            y = m(x)
+        y.float().square().mean().backward()
+        opt.step()
+    return step
+
+
+def infer_step(m, x, amp):
+    """One inference of m on x, without gradients, under bf16 autocast if amp."""
+    def run():
+        with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp, cache_enabled=False):
+            m(x)
+    return run
+
+
 def timings(name, build, x_shape, precision, budget_s, compile_ok, compile_estimate_s, compile_mode="default"):
     """ms per training step (forward, backward, SGD step) and per inference, for unpatched and
     patched, eager, graphed and then (if the budget holds both) compiled."""
@@ -248,21 +268,11 @@ def timings(name, build, x_shape, precision, budget_s, compile_ok, compile_estim
             hgn.patch(model)
         models[patched] = (model, torch.optim.SGD(model.parameters(), lr=1e-4))
 
-    # (autocast's cast cache off: a graph cannot hold it, and each weight is cast once a step here)
     def train(m, opt):
-        def step():
-            opt.zero_grad(set_to_none=True)
-            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp, cache_enabled=False):
-                y = m(x)
-            y.float().square().mean().backward()
-            opt.step()
-        return step
+        return train_step(m, opt, x, amp)
 
     def infer(m):
-        def run():
-            with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp, cache_enabled=False):
-                m(x)
-        return run
+        return infer_step(m, x, amp)
 
     rows = {}
     for patched, (model, opt) in models.items():

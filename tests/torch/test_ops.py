@@ -11,7 +11,7 @@ import os
 import tempfile
 import unittest
 
-from _common import F, fresh, max_violation, reference, rel_err, torch
+from _common import F, eager_fast_path, fresh, max_violation, reference, rel_err, torch
 
 import hipgn
 import hipgn.torch as hgn
@@ -132,8 +132,7 @@ class Numerics(unittest.TestCase):
             dy = fresh(x.shape, dtype, layout)
             results = []
             for fast in (True, False):
-                hgn.set_eager_fast_path(fast)
-                try:
+                with eager_fast_path(fast):
                     with torch.no_grad():
                         y0 = hgn.group_norm(x, 32, w, b, activation="silu")
                     xg = x.detach().clone().requires_grad_()
@@ -143,8 +142,6 @@ class Numerics(unittest.TestCase):
                     self.assertEqual(eager_node, fast, f"fast path {fast}: autograd node {type(y.grad_fn).__name__}")
                     y.backward(dy)
                     results.append((y0, y.detach(), xg.grad, w.grad, b.grad))
-                finally:
-                    hgn.set_eager_fast_path(True)
             for name, fast, slow in zip(("y no grad", "y", "dx", "dweight", "dbias"), *results):
                 self.assertTrue(torch.equal(fast, slow), f"{name}, {dtype} {layout}")
 
