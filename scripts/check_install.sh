@@ -51,3 +51,11 @@ path = hipgn.find_library()
 assert os.path.realpath(path).startswith(os.path.realpath(sys.argv[1])), path
 print("check_install: import hipgn loads", path, "with", len(hipgn.library().instance_names()), "instances")' \
   "$prefix/install"
+# with PyTorch here and the C++ operators built: hipgn.torch takes the installed ones
+if [ -n "$(find "$prefix/install" -name libhipgn_torch.so)" ]; then
+  env -u HIPGN_LIBRARY -u HIPGN_TORCH_EXTENSION PYTHONPATH="$prefix/install/lib/python3/dist-packages" python3 -c '
+import os, sys, hipgn.torch
+path = hipgn.torch.cpp_operators()
+assert path and os.path.realpath(path).startswith(os.path.realpath(sys.argv[1])), path
+print("check_install: import hipgn.torch loads the C++ operators", path)' "$prefix/install"
+fi

@@ -5,7 +5,10 @@
 #   cpp          the C++ tests of the caller workspace (poisoned, graph-captured) and tuning
 #   profiler     hipgn_profiler --tune writes a tuning database
 #   package      the Python package without PyTorch (tests/python/test_package.py)
-#   ops          hipgn.torch against F.group_norm in float64, opcheck, modules, patch, tune
+#   ops          hipgn.torch against F.group_norm in float64, opcheck, modules, patch, tune:
+#                with the C++ operators where the build made libhipgn_torch.so, and they
+#                against the Python ones bit for bit
+#   ops_python   the same with the Python operators (HIPGN_TORCH_EXTENSION=0)
 #   cuda_graph   a whole training step captured in a CUDA graph and replayed
 #   compile      torch.compile(fullgraph=True): no graph break, outputs and gradients as eager
 #   overhead     host microseconds per eager call, next to F.group_norm's
@@ -43,6 +46,8 @@ if [ -z "$PY" ]; then
 fi
 "$PY" -c "import torch, sys; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda, 'gpu', torch.cuda.get_device_name() if torch.cuda.is_available() else 'NONE')" 2>&1 | tee "$LOGS/versions.log"
 "$PY" -c "import torchvision; print('torchvision', torchvision.__version__)" >> "$LOGS/versions.log" 2>&1
+"$PY" -c "import hipgn.torch as h; print('operators:', h.cpp_operators() or 'Python (no libhipgn_torch.so)')" 2>&1 \
+  | tee -a "$LOGS/versions.log"
 
 summary=()
 failed=0
@@ -91,6 +96,7 @@ export BUILD LOGS
 run_part profiler 60 bash -c profiler_tune
 run_part package 40 "$PY" tests/python/test_package.py
 run_part ops 120 "$PY" tests/torch/test_ops.py
+run_part ops_python 120 env HIPGN_TORCH_EXTENSION=0 "$PY" tests/torch/test_ops.py
 run_part cuda_graph 60 "$PY" tests/torch/test_cuda_graph.py
 run_part compile 120 "$PY" tests/torch/test_compile.py
 run_part overhead 40 "$PY" tests/torch/bench_overhead.py --json "$OUT/torch/overhead.json"

@@ -235,15 +235,20 @@ class Library:
 
 
 class Handle:
-    """A hipgn handle on the GPU current when it is made (hipgn_create reads HIPGN_TUNING_DB)."""
+    """A hipgn handle on the GPU current when it is made (hipgn_create reads HIPGN_TUNING_DB), or,
+    given `ptr`, another owner's handle (hipgn.torch's C++ operators' own), used and never destroyed."""
 
-    def __init__(self, library: Library):
+    def __init__(self, library: Library, ptr: Optional[int] = None):
         self.library = library
-        self.ptr = ctypes.c_void_p()
-        status = library.cdll.hipgn_create(ctypes.byref(self.ptr))
-        if status not in (0, STATUS_NO_DEVICE):
-            raise library.error(status)
-        self.has_device = status == 0
+        self._owned = ptr is None
+        self.ptr = ctypes.c_void_p(ptr)
+        if self._owned:
+            status = library.cdll.hipgn_create(ctypes.byref(self.ptr))
+            if status not in (0, STATUS_NO_DEVICE):
+                raise library.error(status)
+            self.has_device = status == 0
+        else:
+            self.has_device = True  # its owner made it on a device
         self.device_name = library.cdll.hipgn_device_name(self.ptr).decode()  # shown, not a key
         # the target tuning database entries are keyed by (ProblemKey.of)
         self.arch = library.cdll.hipgn_device_arch(self.ptr).decode()
@@ -252,7 +257,7 @@ class Handle:
     def __del__(self):
         ptr, self.ptr = getattr(self, "ptr", None), None
         try:
-            if ptr and ptr.value:
+            if ptr and ptr.value and getattr(self, "_owned", False):
                 self.library.cdll.hipgn_destroy(ptr)
         except Exception:  # at interpreter exit the library may already be gone: nothing to free then
             pass

@@ -55,7 +55,8 @@ def main():
                              host_us(lambda: hgn.group_norm(x, 32, w, b, activation="silu"))))
             rows.append((f"hipgn group_norm(silu), autograd forward ({route})",
                          host_us(lambda: hgn.group_norm(xg, 32, wg, bg, activation="silu"))))
-    print(f"host time per call, eager, x {tuple(x.shape)} fp16 channels-last (best of 3 x {CALLS} calls):")
+    route = f"C++ operators ({hgn.cpp_operators()}): both routes call them" if hgn.cpp_operators() else "Python operators"
+    print(f"host time per call, eager, x {tuple(x.shape)} fp16 channels-last (best of 3 x {CALLS} calls), {route}:")
     for name, us in rows:
         print(f"  {name:58s} {us:7.1f} us")
     if args.json:

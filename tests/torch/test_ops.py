@@ -8,6 +8,8 @@ import copy
 import itertools
 import json
 import os
+import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -126,6 +128,8 @@ class Numerics(unittest.TestCase):
     def test_fast_path_and_operator_agree_bitwise(self):
         # group_norm()'s eager routes (forward_impl without autograd, _EagerGroupNorm with it)
         # against the operator's (set_eager_fast_path(False)): one kernel each, the same bits
+        if hgn.cpp_operators():
+            self.skipTest("the C++ operators have one route (test_cpp_and_python_operators_agree_bitwise)")
         for dtype, weight_dtype, layout in ((torch.float16, torch.float32, "cl"), (torch.float32, None, "cf")):
             x = fresh((2, 64, 15, 16), dtype, layout)
             w, b = affine(64, dtype, weight_dtype)
@@ -150,8 +154,37 @@ class Numerics(unittest.TestCase):
         x = fresh((2, 16, 6, 7), torch.float32, "cf").requires_grad_()
         w, b = affine(16, torch.float32, None)
         (gx,) = torch.autograd.grad(hgn.group_norm(x, 4, w, b).square().sum(), x, create_graph=True)
-        with self.assertRaisesRegex(RuntimeError, "twice"):
+        # (the Python operators' once_differentiable says "twice", the C++ ones' fallback "not implemented")
+        with self.assertRaisesRegex(RuntimeError, "twice|not implemented"):
             gx.sum().backward()
+
+    def test_cpp_and_python_operators_agree_bitwise(self):
+        # the C++ operators (this process) against the Python ones (a child process with
+        # HIPGN_TORCH_EXTENSION=0) on the same inputs: the same kernels, so the same bits
+        path = hgn.cpp_operators()
+        if not path:
+            self.skipTest("libhipgn_torch.so is not loaded: the Python operators are the only ones here")
+        x = fresh((2, 64, 15, 16), torch.float16, "cl")
+        w, b = affine(64, torch.float16, torch.float32)
+        dy = fresh(x.shape, torch.float16, "cl")
+        xg = x.detach().clone().requires_grad_()
+        y = hgn.group_norm(xg, 32, w, b, activation="silu")
+        self.assertIn("GroupNormFunction", type(y.grad_fn).__name__ + str(y.grad_fn.name()))
+        y.backward(dy)
+        with tempfile.TemporaryDirectory() as tmp:
+            torch.save({"x": x, "w": w.detach(), "b": b.detach(), "dy": dy}, os.path.join(tmp, "in.pt"))
+            child = (f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
+                     "from _common import torch; import hipgn.torch as hgn; "
+                     "assert hgn.cpp_operators() is None; "
+                     f"d = torch.load({os.path.join(tmp, 'in.pt')!r}); "
+                     "x = d['x'].requires_grad_(); w = d['w'].requires_grad_(); b = d['b'].requires_grad_(); "
+                     "y = hgn.group_norm(x, 32, w, b, activation='silu'); y.backward(d['dy']); "
+                     f"torch.save([y.detach(), x.grad, w.grad, b.grad], {os.path.join(tmp, 'out.pt')!r})")
+            env = dict(os.environ, HIPGN_TORCH_EXTENSION="0")
+            subprocess.run([sys.executable, "-c", child], env=env, check=True)
+            want = torch.load(os.path.join(tmp, "out.pt"))
+        for name, got, expected in zip(("y", "dx", "dweight", "dbias"), (y.detach(), xg.grad, w.grad, b.grad), want):
+            self.assertTrue(torch.equal(got, expected), name)
 
     def test_empty_batch(self):
         x = torch.empty((0, 32, 4, 4), device="cuda", requires_grad=True)

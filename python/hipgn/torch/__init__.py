@@ -4,10 +4,11 @@
     hipgn.torch.patch(model)                         # every nn.GroupNorm, SiLUs fused where safe
     y = hipgn.torch.group_norm(x, 32, w, b, activation="silu")
 
-The operators (torch.ops.hipgn.group_norm_fwd / group_norm_bwd) are registered through
-torch.library with fake implementations and an autograd formula: they work under autograd,
-torch.compile(fullgraph=True) and CUDA graph capture, on the current stream, with workspace from
-PyTorch's caching allocator. tune() times hipgn's instances for a model's problems and saves the
+The operators (torch.ops.hipgn.group_norm_fwd / group_norm_bwd) are libhipgn_torch.so's C++
+ones where hipgn was built with this PyTorch, else registered in Python through torch.library
+(cpp_operators() says which); both have fake implementations and an autograd formula, and work
+under autograd, torch.compile(fullgraph=True) and CUDA graph capture, on the current stream,
+with workspace from PyTorch's caching allocator. tune() times hipgn's instances for a model's problems and saves the
 winners in the tuning database (HIPGN_TUNING_DB).
 """
 
@@ -20,8 +21,8 @@ if not hasattr(torch.library, "custom_op"):
     raise ImportError(f"hipgn.torch needs PyTorch 2.4 or later (torch.library.custom_op); this is {torch.__version__}")
 
 from ._modules import GroupNorm, GroupNormSiLU, Replacement, patch
-from ._ops import UnsupportedError, group_norm, layout_of, set_eager_fast_path, why_unsupported
+from ._ops import UnsupportedError, cpp_operators, group_norm, layout_of, set_eager_fast_path, why_unsupported
 from ._tune import Tuned, load_tuning_db, tune
 
-__all__ = ["GroupNorm", "GroupNormSiLU", "Replacement", "Tuned", "UnsupportedError", "group_norm", "layout_of",
-           "load_tuning_db", "patch", "set_eager_fast_path", "tune", "why_unsupported"]
+__all__ = ["GroupNorm", "GroupNormSiLU", "Replacement", "Tuned", "UnsupportedError", "cpp_operators", "group_norm",
+           "layout_of", "load_tuning_db", "patch", "set_eager_fast_path", "tune", "why_unsupported"]

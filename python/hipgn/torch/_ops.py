@@ -1,6 +1,12 @@
-"""The PyTorch operators: hipgn::group_norm_fwd and hipgn::group_norm_bwd, registered through
-torch.library (fake implementations for torch.compile, an autograd formula through hipgn's
-backward from the saved mean and rstd), and group_norm(), the function users call.
+"""The PyTorch operators: hipgn::group_norm_fwd and hipgn::group_norm_bwd, with fake
+implementations for torch.compile and an autograd formula through hipgn's backward from the
+saved mean and rstd, and group_norm(), the function users call.
+
+The operators come from libhipgn_torch.so (pytorch/operators.cpp: the same operators in C++,
+built where PyTorch was found at configure time) when it sits beside libhipgn.so and was built
+for this PyTorch; else they are registered here, in Python, through torch.library.custom_op.
+The C++ ones cost a fraction of the host time a call (bench/NOTES.md, "The PyTorch operators in
+C++"); HIPGN_TORCH_EXTENSION=0 chooses the Python ones.
 
 Every launch goes on the current stream, with its workspace from PyTorch's caching allocator
 and the handle's arrival counters (zero and left zero, so no memset precedes a launch: a
@@ -10,6 +16,7 @@ captured in CUDA graphs, and graphs replayed side by side share nothing.
 
 import ctypes
 import math
+import os
 import threading
 import typing
 from typing import Optional, Tuple, Union
@@ -23,6 +30,40 @@ _lib = _library.library()  # at import: a missing library fails here, naming whe
 # "op_x_gamma_layout_act" of every key this build compiled: a dict of plain strings, which
 # torch.compile's tracer reads as constants when group_norm() checks its inputs
 _BUILT = {"_".join(key): True for key in _lib.built_keys()}
+EXTENSION_NAME = "libhipgn_torch.so"
+
+
+def _load_extension() -> Optional[ctypes.CDLL]:
+    """libhipgn_torch.so beside libhipgn.so, loaded (which registers its operators), or None
+    where it is absent or HIPGN_TORCH_EXTENSION=0. One built for another PyTorch is an error
+    that says what to do, not a silent fallback: it would be slower without saying so."""
+    path = os.path.join(os.path.dirname(os.path.abspath(_lib.path)), EXTENSION_NAME)
+    if os.environ.get("HIPGN_TORCH_EXTENSION", "") == "0" or not os.path.isfile(path):
+        return None
+    advice = ("rebuild hipgn with this PyTorch importable by python3 (cmake reconfigures it), or set "
+              "HIPGN_TORCH_EXTENSION=0 to use hipgn.torch's Python operators")
+    try:
+        torch.ops.load_library(path)
+    except OSError as e:
+        raise ImportError(f"hipgn.torch: {path} cannot be loaded ({e}): {advice}") from e
+    ext = ctypes.CDLL(path)
+    ext.hipgn_torch_built_with.restype = ctypes.c_char_p
+    built = ext.hipgn_torch_built_with().decode()
+    if built != torch.__version__.split("+")[0]:
+        raise ImportError(f"hipgn.torch: {path} was built for PyTorch {built}, this is {torch.__version__}: {advice}")
+    ext.hipgn_torch_handle.argtypes, ext.hipgn_torch_handle.restype = [ctypes.c_int], ctypes.c_void_p
+    ext.hipgn_torch_add_tuning_db.argtypes, ext.hipgn_torch_add_tuning_db.restype = [ctypes.c_char_p], ctypes.c_int
+    ext.path = path
+    return ext
+
+
+_ext = _load_extension()
+
+
+def cpp_operators() -> Optional[str]:
+    """The path of libhipgn_torch.so when the operators are its C++ ones; None when they are
+    hipgn.torch's Python ones."""
+    return None if _ext is None else _ext.path
 
 _DTYPE_NAMES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 _DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
@@ -148,17 +189,34 @@ _plans = {}  # a call's metadata -> what it decides (_plan)
 
 
 def handle(device: int) -> _library.Handle:
+    """The device's handle the operators launch through (with the C++ operators, theirs)."""
     h = _handles.get(device)
     if h is None:
         with _handles_lock:
             h = _handles.get(device)
             if h is None:
-                with torch.cuda.device(device):  # hipgn_create takes the current device
-                    h = _lib.handle()
-                for path in _extra_databases:
-                    h.load_tuning_db(path)
+                if _ext is not None:  # the C++ operators' handle: its databases are the extension's
+                    ptr = _ext.hipgn_torch_handle(device)
+                    if not ptr:
+                        raise _lib.error(5)
+                    h = _library.Handle(_lib, ptr)
+                else:
+                    with torch.cuda.device(device):  # hipgn_create takes the current device
+                        h = _lib.handle()
+                    for path in _extra_databases:
+                        h.load_tuning_db(path)
                 _handles[device] = h
     return h
+
+
+def add_tuning_db(path: str) -> None:
+    """A tuning database file for every handle of the operators, present and future."""
+    if _ext is not None:
+        _lib.check(_ext.hipgn_torch_add_tuning_db(os.fsencode(path)))
+        return
+    _extra_databases.append(path)
+    for h in list(_handles.values()):
+        h.load_tuning_db(path)
 
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
@@ -285,31 +343,34 @@ def backward_impl(dy: Tensor, x: Tensor, mean: Tensor, rstd: Tensor, weight: Opt
 # (typing.Optional/Tuple rather than PEP 604: infer_schema reads these annotations; no
 # "from __future__ import annotations" in this file for the same reason)
 
-@torch.library.custom_op("hipgn::group_norm_fwd", mutates_args=(), device_types="cuda")
-def group_norm_fwd(x: Tensor, weight: typing.Optional[Tensor], bias: typing.Optional[Tensor], num_groups: int,
-                   eps: float, act: int, swish_beta: float) -> typing.Tuple[Tensor, Tensor, Tensor]:
+def _forward_operator(x: Tensor, weight: typing.Optional[Tensor], bias: typing.Optional[Tensor], num_groups: int,
+                      eps: float, act: int, swish_beta: float) -> typing.Tuple[Tensor, Tensor, Tensor]:
     """y = act(weight * (x - mean) * rstd + bias), and mean, rstd [N, G] fp32 (for the backward)."""
     return forward_impl(x, weight, bias, num_groups, eps, act, swish_beta)
 
 
-@group_norm_fwd.register_fake
+def _backward_operator(dy: Tensor, x: Tensor, mean: Tensor, rstd: Tensor, weight: typing.Optional[Tensor],
+                       bias: typing.Optional[Tensor], num_groups: int, eps: float, act: int, swish_beta: float,
+                       need_dx: bool, need_dgb: bool) -> typing.Tuple[Tensor, Tensor, Tensor]:
+    """dx (if need_dx), dgamma and dbeta (if need_dgb and weight is given; empty otherwise)."""
+    return backward_impl(dy, x, mean, rstd, weight, bias, num_groups, eps, act, swish_beta, need_dx, need_dgb)
+
+
 def _fake_forward(x, weight, bias, num_groups, eps, act, swish_beta):
     n = x.shape[0]
     return (torch.empty_like(x), x.new_empty((n, num_groups), dtype=torch.float32),
             x.new_empty((n, num_groups), dtype=torch.float32))
 
 
-@torch.library.custom_op("hipgn::group_norm_bwd", mutates_args=(), device_types="cuda")
-def group_norm_bwd(dy: Tensor, x: Tensor, mean: Tensor, rstd: Tensor, weight: typing.Optional[Tensor],
-                   bias: typing.Optional[Tensor], num_groups: int, eps: float, act: int, swish_beta: float,
-                   need_dx: bool, need_dgb: bool) -> typing.Tuple[Tensor, Tensor, Tensor]:
-    """dx (if need_dx), dgamma and dbeta (if need_dgb and weight is given; empty otherwise)."""
-    return backward_impl(dy, x, mean, rstd, weight, bias, num_groups, eps, act, swish_beta, need_dx, need_dgb)
-
-
-@group_norm_bwd.register_fake
 def _fake_backward(dy, x, mean, rstd, weight, bias, num_groups, eps, act, swish_beta, need_dx, need_dgb):
     return backward_outputs(x, weight, need_dx, need_dgb and weight is not None)
+
+
+if _ext is None:  # the Python operators; the C++ ones are registered by loading the extension
+    torch.library.custom_op("hipgn::group_norm_fwd", mutates_args=(), device_types="cuda")(_forward_operator)
+    torch.library.custom_op("hipgn::group_norm_bwd", mutates_args=(), device_types="cuda")(_backward_operator)
+torch.library.register_fake("hipgn::group_norm_fwd")(_fake_forward)
+torch.library.register_fake("hipgn::group_norm_bwd")(_fake_backward)
 
 
 def _save_for_formula(ctx, inputs, output):
@@ -341,7 +402,8 @@ def _backward(ctx, dy, _dmean, _drstd):
     return _gradients(torch.ops.hipgn.group_norm_bwd.default, ctx, dy)
 
 
-group_norm_fwd.register_autograd(_backward, setup_context=_setup_context)
+if _ext is None:  # the C++ operators carry the same formula (GroupNormFunction)
+    torch.library.register_autograd("hipgn::group_norm_fwd", _backward, setup_context=_setup_context)
 
 
 class _EagerGroupNorm(torch.autograd.Function):
@@ -369,10 +431,11 @@ _eager_fast_path = True
 
 
 def set_eager_fast_path(enabled: bool) -> None:
-    """In plain eager mode group_norm() calls hipgn directly instead of through the registered
-    operator: without autograd, forward_impl itself; with it, an autograd.Function with the
-    operator's formula over the impls. That saves most of the per-call host time. On by default;
-    off makes every call go through the operator."""
+    """With the Python operators, in plain eager mode group_norm() calls hipgn directly instead of
+    through the registered operator: without autograd, forward_impl itself; with it, an
+    autograd.Function with the operator's formula over the impls. That saves most of the per-call
+    host time. On by default; off makes every call go through the operator. (The C++ operators
+    cost less than that path: group_norm() always calls them.)"""
     global _eager_fast_path
     _eager_fast_path = bool(enabled)
 
@@ -422,7 +485,7 @@ def group_norm(x: Tensor, num_groups: int, weight: Optional[Tensor] = None, bias
     if weight is None and (bias is not None or act == ACT_SWISH):
         # hipgn's backward takes gamma when there is a bias gradient or Swish to recompute
         weight = torch.ones(x.shape[1], dtype=_gamma_dtype(x, weight, bias), device=x.device)
-    if not torch.compiler.is_compiling() and _eager_fast_path and _plain_eager(x, weight, bias):
+    if _ext is None and not torch.compiler.is_compiling() and _eager_fast_path and _plain_eager(x, weight, bias):
         if grad_op is None:
             return forward_impl(x, weight, bias, num_groups, float(eps), act, swish_beta)[0]
         return _EagerGroupNorm.apply(x, weight, bias, num_groups, float(eps), act, swish_beta)

@@ -22,9 +22,7 @@ def load_tuning_db(path: str) -> None:
     """Adds a tuning database file to every hipgn handle of this process, present and future
     (HIPGN_TUNING_DB's file is read anyway). Stale entries warn and are ignored; a malformed file
     raises HipgnError and changes nothing."""
-    _ops._extra_databases.append(path)
-    for h in list(_ops._handles.values()):
-        h.load_tuning_db(path)
+    _ops.add_tuning_db(path)
 
 
 def _module_problem(module: nn.GroupNorm, x: torch.Tensor, op: str):
