@@ -1,0 +1,172 @@
+"""A probe, not part of the package: where a network compiled with torch.compile (default mode)
+and patched with hipgn spends its host time (bench/NOTES.md, "The PyTorch operators in C++").
+Parts (--parts, comma-separated; default chain,code,resnet):
+  chain        host us a layer of 20 GroupNorm + SiLU layers, eager and compiled, hipgn's and
+               inductor's own, without grad, an autograd forward, a forward + backward
+  code         the code inductor writes around hipgn's operator (two layers), to DIR
+  resnet       patched and unpatched ResNet-50 (bf16 autocast): graphs and graph breaks, the
+               compiled inference's host and wall us a step; one operator call's host us
+               against torch.relu's
+  resnet_code  the code inductor writes for patched ResNet-50's inference, to DIR, and what it
+               calls how often
+
+Usage (GPU machine): HIPGN_LIBRARY=<build>/runtime/libhipgn.so PYTHONPATH=python python3
+bench/compile_probe.py [--out DIR] [--parts P,...]"""
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "torch"))
+from _common import torch  # noqa: E402  (exits 77 without PyTorch or a GPU)
+from bench_overhead import host_us  # noqa: E402
+
+import hipgn.torch as hgn  # noqa: E402
+from torch import nn  # noqa: E402
+
+
+class Chain(nn.Module):
+    """K GroupNorm(+SiLU) layers in a row: a compiled graph of nothing but GroupNorms."""
+
+    def __init__(self, k, c, silu):
+        super().__init__()
+        layers = []
+        for _ in range(k):
+            layers += [nn.GroupNorm(32, c)] + ([nn.SiLU()] if silu else [])
+        self.body = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def chain_rows(k=20):
+    x = torch.randn(2, 64, 8, 8, device="cuda", dtype=torch.float16).contiguous(memory_format=torch.channels_last)
+    rows = []
+    for patched in (False, True):
+        m = Chain(k, 64, silu=True).cuda().half()
+        if patched:
+            hgn.patch(m)
+        name = "hipgn" if patched else "torch"
+        with torch.no_grad():
+            rows.append((f"{name} eager, no grad, per layer", host_us(lambda: m(x), 10) / k))
+            torch._dynamo.reset()
+            c = torch.compile(m)
+            rows.append((f"{name} compiled, no grad, per layer", host_us(lambda: c(x), 10) / k))
+        xg = x.detach().clone().requires_grad_()
+        rows.append((f"{name} compiled, autograd forward, per layer", host_us(lambda: c(xg), 10) / k))
+        rows.append((f"{name} compiled, forward + backward, per layer",
+                     host_us(lambda: c(xg).float().sum().backward(), 4) / k))
+    return rows
+
+
+def output_code(out):
+    from torch._inductor.utils import run_and_get_code
+    m = Chain(2, 64, silu=True).cuda().half()
+    hgn.patch(m)
+    x = torch.randn(2, 64, 8, 8, device="cuda", dtype=torch.float16).contiguous(memory_format=torch.channels_last)
+    torch._dynamo.reset()
+    c = torch.compile(m)
+    with torch.no_grad():
+        _, codes = run_and_get_code(c, x)
+    xg = x.detach().clone().requires_grad_()
+    torch._dynamo.reset()
+    c = torch.compile(m)
+    _, codes_train = run_and_get_code(lambda: c(xg).float().sum().backward())
+    with open(os.path.join(out, "compile_probe_code.txt"), "w") as f:
+        for title, cs in (("inference", codes), ("training", codes_train)):
+            for i, code in enumerate(cs):
+                f.write(f"##### {title} {i}\n{code}\n")
+
+
+def wall_us(fn, runs=10):
+    """Median wall time of fn between device events, us."""
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(runs):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1000)
+    return sorted(times)[runs // 2]
+
+
+def resnet_rows():
+    import torchvision
+    rows = []
+    x = torch.randn(32, 3, 224, 224, device="cuda").contiguous(memory_format=torch.channels_last)
+    for patched in (False, True):
+        m = torchvision.models.resnet50(norm_layer=lambda c: nn.GroupNorm(32, c)).cuda()
+        m = m.to(memory_format=torch.channels_last).eval()
+        if patched:
+            hgn.patch(m)
+        name = "hipgn" if patched else "torch"
+        torch._dynamo.reset()
+        with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
+            ex = torch._dynamo.explain(m)(x)
+            rows.append((f"resnet50 {name}: graphs {ex.graph_count}, breaks {ex.graph_break_count}, ops "
+                         f"{ex.op_count}", 0.0))
+            for reason in ex.break_reasons[:5]:
+                rows.append((f"  break: {str(reason.reason)[:160]}", 0.0))
+            torch._dynamo.reset()
+            c = torch.compile(m)
+            rows.append((f"resnet50 {name} compiled inference, host us a step", host_us(lambda: c(x), 2)))
+            rows.append((f"resnet50 {name} compiled inference, wall us a step", wall_us(lambda: c(x))))
+    # one layer's pieces, host us a call: hipgn's operator, a Triton-free elementwise op
+    t = torch.randn(32, 256, 56, 56, device="cuda", dtype=torch.bfloat16).contiguous(memory_format=torch.channels_last)
+    w, b = torch.ones(256, device="cuda"), torch.zeros(256, device="cuda")
+    with torch.no_grad():
+        rows.append(("torch.ops.hipgn.group_norm_fwd.default, bf16 x, fp32 w/b, host us",
+                     host_us(lambda: torch.ops.hipgn.group_norm_fwd.default(t, w, b, 32, 1e-5, 0, 1.0), 50)))
+        rows.append(("torch.relu(t), host us", host_us(lambda: torch.relu(t), 50)))
+    return rows
+
+
+def resnet_code(out):
+    """The code inductor writes for patched ResNet-50's inference, and what it calls how often."""
+    import re
+    import torchvision
+    from torch._inductor.utils import run_and_get_code
+    x = torch.randn(32, 3, 224, 224, device="cuda").contiguous(memory_format=torch.channels_last)
+    m = torchvision.models.resnet50(norm_layer=lambda c: nn.GroupNorm(32, c)).cuda()
+    m = m.to(memory_format=torch.channels_last).eval()
+    hgn.patch(m)
+    torch._dynamo.reset()
+    with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
+        _, codes = run_and_get_code(torch.compile(m), x)
+    code = "\n".join(codes)
+    with open(os.path.join(out, "resnet_code.txt"), "w") as f:
+        f.write(code)
+    calls = code[code.find("def call("):]
+    counts = {}
+    for pattern in (r"torch\.ops\.hipgn\.\w+", r"extern_kernels\.\w+", r"triton_\w+\.run", r"aten\.\w+",
+                    r"reinterpret_tensor", r"empty_strided_cuda", r"as_strided", r"\.copy_\("):
+        for hit in re.findall(pattern, calls):
+            key = hit if not hit.startswith("triton_") else "triton kernels (.run)"
+            counts[key] = counts.get(key, 0) + 1
+    return [(f"resnet50 hipgn compiled inference code: {k} x{v}", 0.0) for k, v in sorted(counts.items())]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default=".")
+    parser.add_argument("--parts", default="chain,code,resnet")
+    args = parser.parse_args()
+    parts = args.parts.split(",")
+    rows = []
+    if "code" in parts:
+        output_code(args.out)
+    if "chain" in parts:
+        rows += chain_rows()
+    if "resnet" in parts:
+        rows += resnet_rows()
+    if "resnet_code" in parts:
+        rows += resnet_code(args.out)
+    for what, us in rows:
+        print(f"{what:70s} {us:9.1f}" if us else what)
+
+
+if __name__ == "__main__":
+    main()
