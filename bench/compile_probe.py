@@ -125,28 +125,66 @@ def resnet_rows():
 
 
 def resnet_code(out):
-    """The code inductor writes for patched ResNet-50's inference, and what it calls how often."""
+    """The code inductor writes for ResNet-50's inference, patched and not, and what it calls how
+    often."""
     import re
     import torchvision
     from torch._inductor.utils import run_and_get_code
     x = torch.randn(32, 3, 224, 224, device="cuda").contiguous(memory_format=torch.channels_last)
-    m = torchvision.models.resnet50(norm_layer=lambda c: nn.GroupNorm(32, c)).cuda()
-    m = m.to(memory_format=torch.channels_last).eval()
-    hgn.patch(m)
-    torch._dynamo.reset()
-    with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
-        _, codes = run_and_get_code(torch.compile(m), x)
-    code = "\n".join(codes)
-    with open(os.path.join(out, "resnet_code.txt"), "w") as f:
-        f.write(code)
-    calls = code[code.find("def call("):]
-    counts = {}
-    for pattern in (r"torch\.ops\.hipgn\.\w+", r"extern_kernels\.\w+", r"triton_\w+\.run", r"aten\.\w+",
-                    r"reinterpret_tensor", r"empty_strided_cuda", r"as_strided", r"\.copy_\("):
-        for hit in re.findall(pattern, calls):
-            key = hit if not hit.startswith("triton_") else "triton kernels (.run)"
-            counts[key] = counts.get(key, 0) + 1
-    return [(f"resnet50 hipgn compiled inference code: {k} x{v}", 0.0) for k, v in sorted(counts.items())]
+    rows = []
+    for patched in (False, True):
+        m = torchvision.models.resnet50(norm_layer=lambda c: nn.GroupNorm(32, c)).cuda()
+        m = m.to(memory_format=torch.channels_last).eval()
+        if patched:
+            hgn.patch(m)
+        name = "hipgn" if patched else "torch"
+        torch._dynamo.reset()
+        with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
+            _, codes = run_and_get_code(torch.compile(m), x)
+        code = "\n".join(codes)
+        with open(os.path.join(out, f"resnet_code_{name}.txt"), "w") as f:
+            f.write(code)
+        calls = code[code.find("def call("):]
+        counts = {}
+        for pattern in (r"torch\.ops\.hipgn\.\w+\.default\(", r"extern_kernels\.\w+\(", r"triton_\w+\.run\(",
+                        r"reinterpret_tensor\(", r"empty_strided_cuda\(", r"assert_\w+\("):
+            for hit in re.findall(pattern, calls):
+                key = "triton kernels (.run)" if hit.startswith("triton_") else hit
+                counts[key] = counts.get(key, 0) + 1
+        rows += [(f"resnet50 {name} compiled inference code: {k} x{v}", 0.0) for k, v in sorted(counts.items())]
+    return rows
+
+
+def resnet_cprofile():
+    """cProfile of two compiled inference steps of ResNet-50, patched and not, the GPU kept busy:
+    the Python functions and builtins with the most own time (the operator calls among them)."""
+    import cProfile
+    import io
+    import pstats
+    import torchvision
+    x = torch.randn(32, 3, 224, 224, device="cuda").contiguous(memory_format=torch.channels_last)
+    for patched in (False, True):
+        m = torchvision.models.resnet50(norm_layer=lambda c: nn.GroupNorm(32, c)).cuda()
+        m = m.to(memory_format=torch.channels_last).eval()
+        if patched:
+            hgn.patch(m)
+        torch._dynamo.reset()
+        with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
+            c = torch.compile(m)
+            c(x)
+            torch.cuda.synchronize()
+            torch.cuda._sleep(400_000_000)
+            prof = cProfile.Profile()
+            prof.enable()
+            for _ in range(2):
+                c(x)
+            prof.disable()
+            torch.cuda.synchronize()
+        out = io.StringIO()
+        pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(14)
+        print(f"##### {'hipgn' if patched else 'torch'}: cProfile of 2 compiled inference steps, by own time")
+        print("\n".join(out.getvalue().splitlines()[:34]))
+    return []
 
 
 def main():
@@ -162,6 +200,8 @@ def main():
         rows += chain_rows()
     if "resnet" in parts:
         rows += resnet_rows()
+    if "resnet_cprofile" in parts:
+        rows += resnet_cprofile()
     if "resnet_code" in parts:
         rows += resnet_code(args.out)
     for what, us in rows:

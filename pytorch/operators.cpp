@@ -296,6 +296,12 @@ struct GroupNormFunction : public torch::autograd::Function<GroupNormFunction> {
 std::tuple<Tensor, Tensor, Tensor> forward_autograd(const Tensor& x, const OptionalTensor& weight,
                                                     const OptionalTensor& bias, int64_t num_groups, double eps,
                                                     int64_t act, double swish_beta) {
+  const auto needs = [](const OptionalTensor& t) { return t.has_value() && t->defined() && t->requires_grad(); };
+  if (!torch::autograd::GradMode::is_enabled() || !(x.requires_grad() || needs(weight) || needs(bias))) {
+    // nothing to record: the CUDA kernel directly, without the Function's node and saved state
+    at::AutoDispatchBelowADInplaceOrView below;
+    return call_forward(x, weight, bias, num_groups, eps, act, swish_beta);
+  }
   auto out = GroupNormFunction::apply(x, weight, bias, num_groups, eps, act, swish_beta);
   return {out[0], out[1], out[2]};
 }
