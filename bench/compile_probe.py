@@ -7,19 +7,22 @@ Parts (--parts, comma-separated; default chain,code,resnet):
   resnet       patched and unpatched ResNet-50 (bf16 autocast): graphs and graph breaks, the
                compiled inference's host and wall us a step; one operator call's host us
                against torch.relu's
-  resnet_code  the code inductor writes for patched ResNet-50's inference, to DIR, and what it
-               calls how often
+  resnet_code  the code inductor writes for ResNet-50's inference, patched and not, to DIR, and
+               what it calls how often
+  resnet_cprofile  cProfile of two compiled inference steps, patched and not, the GPU kept busy
 
 Usage (GPU machine): HIPGN_LIBRARY=<build>/runtime/libhipgn.so PYTHONPATH=python python3
 bench/compile_probe.py [--out DIR] [--parts P,...]"""
 
 import argparse
+import contextlib
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "torch"))
-from _common import torch  # noqa: E402  (exits 77 without PyTorch or a GPU)
+from _common import skip, torch  # noqa: E402  (exits 77 without PyTorch or a GPU)
 from bench_overhead import host_us  # noqa: E402
+import networks  # noqa: E402
 
 import hipgn.torch as hgn  # noqa: E402
 from torch import nn  # noqa: E402
@@ -78,33 +81,32 @@ def output_code(out):
                 f.write(f"##### {title} {i}\n{code}\n")
 
 
-def wall_us(fn, runs=10):
-    """Median wall time of fn between device events, us."""
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(runs):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1000)
-    return sorted(times)[runs // 2]
+def resnets():
+    """(name, model, x): ResNet-50 with GroupNorm(32) as networks.py builds it, in eval mode and
+    channels-last, unpatched ("torch") then patched ("hipgn"), each after a dynamo reset; x a
+    batch of 32 at 224 x 224, to run under bf16 autocast (bf16_inference)."""
+    if networks.torchvision is None:
+        skip(f"torchvision is missing ({networks.TORCHVISION_MISSING})")
+    x = torch.randn(32, 3, 224, 224, device="cuda").contiguous(memory_format=torch.channels_last)
+    for patched in (False, True):
+        m = networks.resnet50_gn().cuda().to(memory_format=torch.channels_last).eval()
+        if patched:
+            hgn.patch(m)
+        torch._dynamo.reset()
+        yield ("hipgn" if patched else "torch"), m, x
+
+
+def bf16_inference():
+    stack = contextlib.ExitStack()
+    stack.enter_context(torch.no_grad())
+    stack.enter_context(torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False))
+    return stack
 
 
 def resnet_rows():
-    import torchvision
     rows = []
-    x = torch.randn(32, 3, 224, 224, device="cuda").contiguous(memory_format=torch.channels_last)
-    for patched in (False, True):
-        m = torchvision.models.resnet50(norm_layer=lambda c: nn.GroupNorm(32, c)).cuda()
-        m = m.to(memory_format=torch.channels_last).eval()
-        if patched:
-            hgn.patch(m)
-        name = "hipgn" if patched else "torch"
-        torch._dynamo.reset()
-        with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
+    for name, m, x in resnets():
+        with bf16_inference():
             ex = torch._dynamo.explain(m)(x)
             rows.append((f"resnet50 {name}: graphs {ex.graph_count}, breaks {ex.graph_break_count}, ops "
                          f"{ex.op_count}", 0.0))
@@ -113,7 +115,8 @@ def resnet_rows():
             torch._dynamo.reset()
             c = torch.compile(m)
             rows.append((f"resnet50 {name} compiled inference, host us a step", host_us(lambda: c(x), 2)))
-            rows.append((f"resnet50 {name} compiled inference, wall us a step", wall_us(lambda: c(x))))
+            rows.append((f"resnet50 {name} compiled inference, wall us a step",
+                         networks.median_ms(lambda: c(x), 1, 10) * 1000))
     # one layer's pieces, host us a call: hipgn's operator, a Triton-free elementwise op
     t = torch.randn(32, 256, 56, 56, device="cuda", dtype=torch.bfloat16).contiguous(memory_format=torch.channels_last)
     w, b = torch.ones(256, device="cuda"), torch.zeros(256, device="cuda")
@@ -128,18 +131,10 @@ def resnet_code(out):
     """The code inductor writes for ResNet-50's inference, patched and not, and what it calls how
     often."""
     import re
-    import torchvision
     from torch._inductor.utils import run_and_get_code
-    x = torch.randn(32, 3, 224, 224, device="cuda").contiguous(memory_format=torch.channels_last)
     rows = []
-    for patched in (False, True):
-        m = torchvision.models.resnet50(norm_layer=lambda c: nn.GroupNorm(32, c)).cuda()
-        m = m.to(memory_format=torch.channels_last).eval()
-        if patched:
-            hgn.patch(m)
-        name = "hipgn" if patched else "torch"
-        torch._dynamo.reset()
-        with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
+    for name, m, x in resnets():
+        with bf16_inference():
             _, codes = run_and_get_code(torch.compile(m), x)
         code = "\n".join(codes)
         with open(os.path.join(out, f"resnet_code_{name}.txt"), "w") as f:
@@ -161,15 +156,8 @@ def resnet_cprofile():
     import cProfile
     import io
     import pstats
-    import torchvision
-    x = torch.randn(32, 3, 224, 224, device="cuda").contiguous(memory_format=torch.channels_last)
-    for patched in (False, True):
-        m = torchvision.models.resnet50(norm_layer=lambda c: nn.GroupNorm(32, c)).cuda()
-        m = m.to(memory_format=torch.channels_last).eval()
-        if patched:
-            hgn.patch(m)
-        torch._dynamo.reset()
-        with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
+    for name, m, x in resnets():
+        with bf16_inference():
             c = torch.compile(m)
             c(x)
             torch.cuda.synchronize()
@@ -182,7 +170,7 @@ def resnet_cprofile():
             torch.cuda.synchronize()
         out = io.StringIO()
         pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(14)
-        print(f"##### {'hipgn' if patched else 'torch'}: cProfile of 2 compiled inference steps, by own time")
+        print(f"##### {name}: cProfile of 2 compiled inference steps, by own time")
         print("\n".join(out.getvalue().splitlines()[:34]))
     return []
 
