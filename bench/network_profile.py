@@ -78,7 +78,7 @@ def main():
             for name, (us, calls) in sorted(by_name.items(), key=lambda kv: -kv[1][0])[:TOP]:
                 print(f"  {us / 1e3:7.3f} ms {calls // 3:4d} calls  {name[:110]}")
             if patched:
-                print(f"  host, by operator (total with children):")
+                print("  host, by operator (total with children):")
                 for us, calls, name in host_ops(fn)[:TOP]:
                     print(f"  {us / 1e3:7.3f} ms {calls:4d} calls  {name[:110]}")
         del model, opt, modes

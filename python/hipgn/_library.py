@@ -21,7 +21,7 @@ LAYOUTS = {"cf": 0, "cl": 1}
 ACTIVATIONS = {"none": 0, "swish": 1}
 STATUS_NAMES = {0: "success", 1: "invalid argument", 2: "not built", 3: "not supported", 4: "unknown instance",
                 5: "runtime error", 6: "no device"}
-STATUS_NO_DEVICE = 6
+STATUS_RUNTIME_ERROR, STATUS_NO_DEVICE = 5, 6
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _LIBRARY_NAME = "libhipgn.so"

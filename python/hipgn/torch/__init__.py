@@ -8,8 +8,8 @@ The operators (torch.ops.hipgn.group_norm_fwd / group_norm_bwd) are libhipgn_tor
 ones where hipgn was built with this PyTorch, else registered in Python through torch.library
 (cpp_operators() says which); both have fake implementations and an autograd formula, and work
 under autograd, torch.compile(fullgraph=True) and CUDA graph capture, on the current stream,
-with workspace from PyTorch's caching allocator. tune() times hipgn's instances for a model's problems and saves the
-winners in the tuning database (HIPGN_TUNING_DB).
+with workspace from PyTorch's caching allocator. tune() times hipgn's instances for a model's
+problems and saves the winners in the tuning database (HIPGN_TUNING_DB).
 """
 
 try:

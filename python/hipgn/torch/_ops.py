@@ -198,7 +198,8 @@ def handle(device: int) -> _library.Handle:
                 if _ext is not None:  # the C++ operators' handle: its databases are the extension's
                     ptr = _ext.hipgn_torch_handle(device)
                     if not ptr:
-                        raise _lib.error(5)
+                        raise _library.HipgnError(_library.STATUS_RUNTIME_ERROR,
+                                                  f"hipgn: {_ext.path} could not make a handle on device {device}")
                     h = _library.Handle(_lib, ptr)
                 else:
                     with torch.cuda.device(device):  # hipgn_create takes the current device
