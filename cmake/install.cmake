@@ -29,7 +29,8 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/hipgnConfig.cmake ${CMAKE_CURRENT_BINA
 set(HIPGN_PYTHON_INSTALL_DIR "lib/python3/dist-packages" CACHE STRING
     "Where cmake --install puts the hipgn Python package (relative: under the prefix)")
 install(DIRECTORY python/hipgn DESTINATION ${HIPGN_PYTHON_INSTALL_DIR}
-        PATTERN "__pycache__" EXCLUDE PATTERN "_install.py" EXCLUDE PATTERN "libhipgn.so" EXCLUDE)
+        PATTERN "__pycache__" EXCLUDE PATTERN "_install.py" EXCLUDE PATTERN "libhipgn.so" EXCLUDE
+        PATTERN "libhipgn_torch.so" EXCLUDE)
 if(IS_ABSOLUTE "${HIPGN_PYTHON_INSTALL_DIR}" OR IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
   set(_hipgn_library_from_package "${CMAKE_INSTALL_FULL_LIBDIR}/$<TARGET_FILE_NAME:hipgn_shared>")
 else()
