@@ -10,12 +10,20 @@ Parts (--parts, comma-separated; default chain,code,resnet):
   resnet_code  the code inductor writes for ResNet-50's inference, patched and not, to DIR, and
                what it calls how often
   resnet_cprofile  cProfile of two compiled inference steps, patched and not, the GPU kept busy
+  fusion       the decoder built of diffusers-style blocks (networks.ForwardResBlock), fp16,
+               compiled: unpatched, patched without fuse_silu, patched with it; inference us a
+               step at two sizes, training us a step
+  resnet_trace torch.profiler over three compiled inference steps, patched and not: the ops and
+               CUDA runtime calls by host time, the kernels by device time, a trace to DIR; and
+               one operator call's host us on ResNet-50's first GroupNorm, with and without
+               autocast
 
 Usage (GPU machine): HIPGN_LIBRARY=<build>/runtime/libhipgn.so PYTHONPATH=python python3
 bench/compile_probe.py [--out DIR] [--parts P,...]"""
 
 import argparse
 import contextlib
+import copy
 import os
 import sys
 
@@ -175,6 +183,61 @@ def resnet_cprofile():
     return []
 
 
+def resnet_trace(out):
+    """Where a compiled inference step's host and device time go, patched and not: torch.profiler
+    (CPU and CUDA activities) over three steps after a warm-up."""
+    from torch.profiler import ProfilerActivity, profile
+    for name, m, x in resnets():
+        with bf16_inference():
+            c = torch.compile(m)
+            for _ in range(3):
+                c(x)
+            torch.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                for _ in range(3):
+                    c(x)
+                torch.cuda.synchronize()
+        prof.export_chrome_trace(os.path.join(out, f"resnet_trace_{name}.json"))
+        events = prof.key_averages()
+        print(f"##### {name}: 3 compiled inference steps, by own host time")
+        print(events.table(sort_by="self_cpu_time_total", row_limit=30, max_name_column_width=70))
+        print(f"##### {name}: by device time")
+        print(events.table(sort_by="self_device_time_total", row_limit=20, max_name_column_width=70))
+    t = torch.randn(32, 64, 112, 112, device="cuda", dtype=torch.bfloat16).contiguous(memory_format=torch.channels_last)
+    w, b = torch.ones(64, device="cuda"), torch.zeros(64, device="cuda")
+    op = torch.ops.hipgn.group_norm_fwd.default
+    rows = []
+    with torch.no_grad():
+        rows.append(("op, 32x64x112x112 bf16 cl, no grad, host us", host_us(lambda: op(t, w, b, 32, 1e-5, 0, 1.0), 50)))
+        with torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
+            rows.append(("op, same, no grad + autocast, host us", host_us(lambda: op(t, w, b, 32, 1e-5, 0, 1.0), 50)))
+    return rows
+
+
+def fusion_rows():
+    rows = []
+    torch.manual_seed(3)
+    base = networks.randomize_norms(networks.decoder(networks.ForwardResBlock)).cuda().half()
+    base = base.to(memory_format=torch.channels_last)
+    for name, patched, fusion in (("torch", False, True), ("hipgn, fusion off", True, False), ("hipgn", True, True)):
+        m = copy.deepcopy(base)
+        if patched:
+            hgn.patch(m)
+        hgn.set_compile_fusion(fusion)
+        torch._dynamo.reset()
+        c = torch.compile(m, dynamic=False)
+        xs = [torch.randn(shape, device="cuda", dtype=torch.float16).contiguous(memory_format=torch.channels_last)
+              for shape in ((2, 4, 32, 32), (4, 4, 64, 64))]
+        for x in xs:
+            rows.append((f"decoder (forward() blocks) {name}: compiled inference {tuple(x.shape)}, us",
+                         networks.median_ms(networks.infer_step(c, x, False), 3, 10) * 1000))
+        opt = torch.optim.SGD(m.parameters(), lr=1e-4)
+        rows.append((f"decoder (forward() blocks) {name}: compiled training {tuple(xs[0].shape)}, us",
+                     networks.median_ms(networks.train_step(c, opt, xs[0], False), 3, 10) * 1000))
+    hgn.set_compile_fusion(True)
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default=".")
@@ -192,6 +255,10 @@ def main():
         rows += resnet_cprofile()
     if "resnet_code" in parts:
         rows += resnet_code(args.out)
+    if "fusion" in parts:
+        rows += fusion_rows()
+    if "resnet_trace" in parts:
+        rows += resnet_trace(args.out)
     for what, us in rows:
         print(f"{what:70s} {us:9.1f}" if us else what)
 

@@ -46,6 +46,24 @@ class ResBlock(nn.Module):
         return self.skip(x) + self.body(x)
 
 
+class ForwardResBlock(nn.Module):
+    """ResBlock as diffusers' ResnetBlock2D writes it: norms, one shared SiLU and convs called in
+    turn from forward(). patch() cannot prove these SiLUs fusable; torch.compile's graph can
+    (hipgn.torch.fuse_silu)."""
+
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.norm1, self.conv1 = nn.GroupNorm(32, cin), nn.Conv2d(cin, cout, 3, padding=1)
+        self.norm2, self.conv2 = nn.GroupNorm(32, cout), nn.Conv2d(cout, cout, 3, padding=1)
+        self.nonlinearity = nn.SiLU()
+        self.skip = nn.Identity() if cin == cout else nn.Conv2d(cin, cout, 1)
+
+    def forward(self, x):
+        h = self.conv1(self.nonlinearity(self.norm1(x)))
+        h = self.conv2(self.nonlinearity(self.norm2(h)))
+        return self.skip(x) + h
+
+
 class Upsample(nn.Module):
     def __init__(self, c):
         super().__init__()
@@ -55,10 +73,10 @@ class Upsample(nn.Module):
         return self.conv(F.interpolate(x, scale_factor=2.0, mode="nearest"))
 
 
-def decoder():
+def decoder(block=ResBlock):
     """Latent (N, 4, h, w) to (N, 3, 8h, 8w), channels 512-512-256-128, like a VAE decoder."""
-    return nn.Sequential(nn.Conv2d(4, 512, 3, padding=1), ResBlock(512, 512), ResBlock(512, 512), Upsample(512),
-                         ResBlock(512, 512), Upsample(512), ResBlock(512, 256), Upsample(256), ResBlock(256, 128),
+    return nn.Sequential(nn.Conv2d(4, 512, 3, padding=1), block(512, 512), block(512, 512), Upsample(512),
+                         block(512, 512), Upsample(512), block(512, 256), Upsample(256), block(256, 128),
                          nn.GroupNorm(32, 128), nn.SiLU(), nn.Conv2d(128, 3, 3, padding=1))
 
 

@@ -77,7 +77,8 @@ def patch(model: nn.Module, *, fuse_silu: bool = True, fallback: bool = False) -
     becomes nn.Identity) only where the module structure proves that the GroupNorm's output goes
     to that SiLU alone: consecutive children of a plain nn.Sequential, with the GroupNorm used
     nowhere else in the model and neither module hooked. A forward() that calls them in turn
-    (diffusers' ResnetBlock2D, say) does not prove it, and is left unfused.
+    (diffusers' ResnetBlock2D, say) does not prove it, and is left unfused here; under
+    torch.compile the traced graph proves it, and fuse_silu fuses it there (set_compile_fusion).
     """
     if type(model) is nn.GroupNorm:
         raise ValueError("patch() replaces a model's submodules; for a lone nn.GroupNorm use "

@@ -358,6 +358,8 @@ def _backward_operator(dy: Tensor, x: Tensor, mean: Tensor, rstd: Tensor, weight
 
 
 def _fake_forward(x, weight, bias, num_groups, eps, act, swish_beta):
+    from . import _fusion  # here, not at import: torch.compile is tracing; its passes come next
+    _fusion.apply_setting()
     n = x.shape[0]
     return (torch.empty_like(x), x.new_empty((n, num_groups), dtype=torch.float32),
             x.new_empty((n, num_groups), dtype=torch.float32))
