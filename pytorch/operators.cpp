@@ -34,6 +34,8 @@ namespace {
 using at::Tensor;
 using OptionalTensor = c10::optional<Tensor>;
 
+bool given(const OptionalTensor& t) { return t.has_value() && t->defined(); }
+
 // --- the handles: one per device, shared with Python (hipgn_torch_handle) --------------------
 
 struct Handles {
@@ -126,8 +128,6 @@ hipgn_dtype_t dtype_code(at::ScalarType t) {
 
 hipgn_problem_t problem_of(hipgn_op_t op, const Tensor& x, const OptionalTensor& weight, const OptionalTensor& bias,
                            int64_t groups, double eps, int64_t act, double swish_beta, Layout layout) {
-  TORCH_CHECK_VALUE(x.dim() >= 2 && x.dim() - 2 <= HIPGN_MAX_SPATIAL_RANK, "x has shape ", x.sizes(),
-                    ": hipgn takes (N, C, *spatial) with at most ", HIPGN_MAX_SPATIAL_RANK, " spatial dimensions");
   hipgn_problem_t p;
   std::memset(&p, 0, sizeof p);  // the workspace cache keys on these bytes
   p.op = op;
@@ -138,9 +138,9 @@ hipgn_problem_t problem_of(hipgn_op_t op, const Tensor& x, const OptionalTensor&
   for (int64_t d = 2; d < x.dim(); ++d) p.spatial[d - 2] = x.size(d);
   p.x_dtype = dtype_code(x.scalar_type());
   // gamma's dtype: the weight's, else the bias's, else x's (Python's _gamma_dtype)
-  const at::ScalarType gamma = weight.has_value() && weight->defined() ? weight->scalar_type()
-                               : bias.has_value() && bias->defined() ? bias->scalar_type()
-                                                                     : x.scalar_type();
+  const at::ScalarType gamma = given(weight) ? weight->scalar_type()
+                               : given(bias) ? bias->scalar_type()
+                                             : x.scalar_type();
   p.gamma_dtype = dtype_code(gamma);
   p.layout = layout == Layout::cf ? HIPGN_CHANNELS_FIRST : HIPGN_CHANNELS_LAST;
   p.act = act ? HIPGN_ACT_SWISH : HIPGN_ACT_NONE;
@@ -149,20 +149,56 @@ hipgn_problem_t problem_of(hipgn_op_t op, const Tensor& x, const OptionalTensor&
   return p;
 }
 
-Layout checked_layout(const Tensor& x) {
+// x, weight and bias as group_norm() checks them before it calls (Python's why_unsupported),
+// checked again for callers of the operators themselves: a weight of the wrong length or on
+// another device would be read out of bounds or through a pointer the kernel cannot use. x's
+// layout comes back.
+Layout checked_inputs(const Tensor& x, const OptionalTensor& weight, const OptionalTensor& bias, int64_t groups) {
   TORCH_CHECK_VALUE(x.is_cuda(), "x is on ", x.device(), ": hipgn runs on GPUs (PyTorch's 'cuda' devices)");
+  TORCH_CHECK_VALUE(x.dim() >= 2 && x.dim() - 2 <= HIPGN_MAX_SPATIAL_RANK, "x has shape ", x.sizes(),
+                    ": hipgn takes (N, C, *spatial) with at most ", HIPGN_MAX_SPATIAL_RANK, " spatial dimensions");
   const Layout layout = layout_of(x);
   TORCH_CHECK_VALUE(layout != Layout::none, "x (shape ", x.sizes(), ", strides ", x.strides(),
                     ") is neither contiguous nor channels-last: hipgn reads those two layouts (call .contiguous() "
                     "or .contiguous(memory_format=torch.channels_last))");
+  const int64_t c = x.size(1);
+  TORCH_CHECK_VALUE(groups >= 1 && c % groups == 0, "the ", c, " channels of x are not divisible by num_groups = ",
+                    groups);
+  for (const auto& [name, t] : {std::pair{"weight", &weight}, std::pair{"bias", &bias}}) {
+    if (!given(*t)) continue;
+    const Tensor& v = **t;
+    TORCH_CHECK_VALUE(v.dim() == 1 && v.size(0) == c, name, " has shape ", v.sizes(), "; x has ", c, " channels");
+    TORCH_CHECK_VALUE(v.device() == x.device(), name, " is on ", v.device(), ", x on ", x.device());
+    TORCH_CHECK_VALUE(v.scalar_type() == x.scalar_type() || v.scalar_type() == at::kFloat, name, " is ",
+                      v.scalar_type(), ": hipgn takes weight and bias of x's dtype (", x.scalar_type(), ") or float32");
+  }
+  TORCH_CHECK_VALUE(!given(weight) || !given(bias) || weight->scalar_type() == bias->scalar_type(), "weight is ",
+                    weight->scalar_type(), " but bias ", bias->scalar_type(), ": hipgn takes one dtype for both");
   return layout;
 }
 
-const void* ptr(const OptionalTensor& t) { return t.has_value() && t->defined() ? t->data_ptr() : nullptr; }
-
-OptionalTensor contiguous(const OptionalTensor& t) {
-  return t.has_value() && t->defined() ? OptionalTensor(t->contiguous()) : OptionalTensor();
+// The backward's dy, mean and rstd as the forward and autograd make them, checked for the same
+// reason: the kernels read [N, G] statistics and dy in x's dtype, shape and layout.
+void check_backward_inputs(const Tensor& dy, const Tensor& x, Layout layout, const Tensor& mean, const Tensor& rstd,
+                           int64_t groups) {
+  TORCH_CHECK_VALUE(dy.sizes() == x.sizes() && (dy.strides() == x.strides() || layout_of(dy) == layout), "dy (shape ",
+                    dy.sizes(), ", strides ", dy.strides(), ") must have x's shape and layout (", x.sizes(), ", ",
+                    layout == Layout::cf ? "cf" : "cl", ")");
+  TORCH_CHECK_VALUE(dy.scalar_type() == x.scalar_type() && dy.device() == x.device(), "dy is ", dy.scalar_type(),
+                    " on ", dy.device(), ": it must be x's dtype on x's device (", x.scalar_type(), ", ", x.device(),
+                    ")");
+  for (const auto& [name, t] : {std::pair{"mean", &mean}, std::pair{"rstd", &rstd}}) {
+    TORCH_CHECK_VALUE(t->scalar_type() == at::kFloat && t->dim() == 2 && t->size(0) == x.size(0) &&
+                          t->size(1) == groups && t->is_contiguous() && t->device() == x.device(),
+                      name, " (", t->scalar_type(), ", shape ", t->sizes(), ", on ", t->device(),
+                      ") must be the forward's: float32, contiguous, shape [", x.size(0), ", ", groups, "], on ",
+                      x.device());
+  }
 }
+
+const void* ptr(const OptionalTensor& t) { return given(t) ? t->data_ptr() : nullptr; }
+
+OptionalTensor contiguous(const OptionalTensor& t) { return given(t) ? OptionalTensor(t->contiguous()) : OptionalTensor(); }
 
 // Runs launch(handle, workspace, bytes, stream) on x's device and its current stream, with a
 // workspace from PyTorch's caching allocator; a failure raises hipgn's message.
@@ -184,7 +220,7 @@ void launch_on(const Tensor& x, const hipgn_problem_t& p, Launch&& launch) {
 std::tuple<Tensor, Tensor, Tensor> forward_cuda(const Tensor& x, const OptionalTensor& weight,
                                                 const OptionalTensor& bias, int64_t num_groups, double eps,
                                                 int64_t act, double swish_beta) {
-  const Layout layout = checked_layout(x);
+  const Layout layout = checked_inputs(x, weight, bias, num_groups);
   Tensor y = at::empty_like(x);  // x's strides: y comes back in x's layout
   Tensor mean = at::empty({x.size(0), num_groups}, x.options().dtype(at::kFloat));
   Tensor rstd = at::empty({x.size(0), num_groups}, x.options().dtype(at::kFloat));
@@ -205,18 +241,15 @@ std::tuple<Tensor, Tensor, Tensor> backward_cuda(const Tensor& dy, const Tensor&
                                                  const Tensor& rstd, const OptionalTensor& weight,
                                                  const OptionalTensor& bias, int64_t num_groups, double eps,
                                                  int64_t act, double swish_beta, bool need_dx, bool need_dgb) {
-  const bool has_weight = weight.has_value() && weight->defined();
-  need_dgb = need_dgb && has_weight;
+  const Layout layout = checked_inputs(x, weight, bias, num_groups);
+  check_backward_inputs(dy, x, layout, mean, rstd, num_groups);
+  need_dgb = need_dgb && given(weight);
   // Python's backward_outputs: what is not computed is an empty tensor
   Tensor dx = need_dx ? at::empty_like(x) : x.new_empty({0});
   Tensor dgamma = need_dgb ? at::empty_like(*weight, at::MemoryFormat::Contiguous) : x.new_empty({0});
   Tensor dbeta = need_dgb ? at::empty_like(*weight, at::MemoryFormat::Contiguous) : x.new_empty({0});
   if (!need_dx && !need_dgb) return {dx, dgamma, dbeta};
   if (x.numel() == 0) return {dx, dgamma.zero_(), dbeta.zero_()};
-  const Layout layout = checked_layout(x);
-  TORCH_CHECK_VALUE(dy.sizes() == x.sizes() && (dy.strides() == x.strides() || layout_of(dy) == layout), "dy (shape ",
-                    dy.sizes(), ", strides ", dy.strides(), ") must have x's shape and layout (", x.sizes(), ", ",
-                    layout == Layout::cf ? "cf" : "cl", ")");
   const hipgn_op_t op = need_dx && need_dgb ? HIPGN_OP_BWD : need_dx ? HIPGN_OP_DX : HIPGN_OP_DGB;
   const hipgn_problem_t p = problem_of(op, x, weight, bias, num_groups, eps, act, swish_beta, layout);
   const OptionalTensor w = contiguous(weight), b = contiguous(bias);
@@ -296,7 +329,7 @@ struct GroupNormFunction : public torch::autograd::Function<GroupNormFunction> {
 std::tuple<Tensor, Tensor, Tensor> forward_autograd(const Tensor& x, const OptionalTensor& weight,
                                                     const OptionalTensor& bias, int64_t num_groups, double eps,
                                                     int64_t act, double swish_beta) {
-  const auto needs = [](const OptionalTensor& t) { return t.has_value() && t->defined() && t->requires_grad(); };
+  const auto needs = [](const OptionalTensor& t) { return given(t) && t->requires_grad(); };
   if (!torch::autograd::GradMode::is_enabled() || !(x.requires_grad() || needs(weight) || needs(bias))) {
     // nothing to record: the CUDA kernel directly, without the Function's node and saved state
     at::AutoDispatchBelowADInplaceOrView below;

@@ -237,6 +237,35 @@ class Operator(unittest.TestCase):
         with self.assertRaises(ValueError):
             hgn.group_norm(x, 8, activation="gelu")
 
+    def test_operator_arguments_checked(self):
+        # callers of the operators themselves skip group_norm()'s checks: the operators check
+        # what the kernels would otherwise read out of bounds or through an unusable pointer
+        fwd, bwd = torch.ops.hipgn.group_norm_fwd.default, torch.ops.hipgn.group_norm_bwd.default
+        x = fresh((2, 32, 8, 8), torch.float32)
+        w, b = torch.rand(32, device="cuda") + 0.5, torch.randn(32, device="cuda")
+        y, mean, rstd = fwd(x, w, b, 8, 1e-5, 0, 1.0)
+        dy = torch.randn_like(y)
+        strided = torch.empty_strided((2, 8), (1, 2), device="cuda").copy_(mean)
+        cases = [
+            (lambda: fwd(x.flatten(), w, b, 8, 1e-5, 0, 1.0), r"\(N, C, \*spatial\)"),
+            (lambda: fwd(x, w, b, 7, 1e-5, 0, 1.0), "not divisible by num_groups = 7"),
+            (lambda: fwd(x, w[:31], b, 8, 1e-5, 0, 1.0), r"weight has shape \(?\[?31"),
+            (lambda: fwd(x, w, b.repeat(2), 8, 1e-5, 1, 1.0), r"bias has shape \(?\[?64"),
+            (lambda: fwd(x, w, b.cpu(), 8, 1e-5, 0, 1.0), "bias is on cpu, x on cuda"),
+            (lambda: fwd(x, w.double(), b.double(), 8, 1e-5, 0, 1.0), "weight is .*x's dtype"),
+            (lambda: bwd(dy, x, mean[:, :7], rstd, w, b, 8, 1e-5, 0, 1.0, True, True), "mean .*must be the forward's"),
+            (lambda: bwd(dy, x, mean, rstd.double(), w, b, 8, 1e-5, 0, 1.0, True, False), "rstd .*must be the forward's"),
+            (lambda: bwd(dy, x, strided, rstd, w, b, 8, 1e-5, 0, 1.0, True, True), "mean .*contiguous"),
+            (lambda: bwd(dy, x, mean.cpu(), rstd, w, b, 8, 1e-5, 0, 1.0, False, True), "mean .*must be the forward's"),
+            (lambda: bwd(dy.half(), x, mean, rstd, w, b, 8, 1e-5, 0, 1.0, True, True), "dy is .*x's dtype"),
+            (lambda: bwd(dy[:1], x, mean, rstd, w, b, 8, 1e-5, 0, 1.0, True, True), "dy \\(shape"),
+            (lambda: bwd(dy, x, mean, rstd, w[:16], b, 8, 1e-5, 0, 1.0, True, True), "weight has shape"),
+        ]
+        for i, (fn, says) in enumerate(cases):
+            with self.assertRaisesRegex(ValueError, says, msg=f"case {i}"):
+                fn()
+        torch.cuda.synchronize()  # and nothing reached the GPU that faults
+
     def test_fallback_only_when_asked(self):
         for x in (fresh((2, 32, 8, 8), torch.float32).cpu(), fresh((2, 32, 8, 8), torch.float64),
                   fresh((2, 32, 8, 8), torch.float32).transpose(2, 3)):

@@ -231,12 +231,38 @@ def _stream(device: int) -> int:
     return torch.cuda.current_stream(device).cuda_stream
 
 
-def _layout(x: Tensor, num_groups: int, weight: Optional[Tensor], bias: Optional[Tensor]) -> str:
-    """x's layout; UnsupportedError saying why when hipgn cannot read x."""
-    layout = layout_of(x)
-    if layout is None or x.device.type != "cuda":
-        raise UnsupportedError(why_unsupported(x, num_groups, weight, bias) or "unsupported input")
-    return layout
+_OP_NAMES = {_OP_DX: "dx", _OP_DGB: "dgb", _OP_BWD: "bwd"}  # the backward ops why_unsupported names
+
+
+def _checked_layout(op: int, x: Tensor, num_groups: int, weight: Optional[Tensor], bias: Optional[Tensor], act: int,
+                    swish_beta: float) -> str:
+    """x's layout, once why_unsupported found nothing against the call (else its ValueError or an
+    UnsupportedError saying why). group_norm() checked this before it called; callers of the
+    operators themselves did not, and a weight of the wrong length or on another device would be
+    read out of bounds or through a pointer the kernel cannot use."""
+    activation = ("swish", swish_beta) if act == ACT_SWISH else None
+    why = why_unsupported(x, num_groups, weight, bias, activation, backward=_OP_NAMES.get(op))
+    if why is not None:
+        raise UnsupportedError(why)
+    return layout_of(x)
+
+
+def _check_backward_inputs(dy: Tensor, x: Tensor, layout: str, mean: Tensor, rstd: Tensor, num_groups: int) -> None:
+    """dy, mean and rstd as the forward and autograd make them (the C++ operators' check)."""
+    if dy.shape != x.shape or (dy.stride() != x.stride() and layout_of(dy) != layout):
+        raise ValueError(f"dy (shape {tuple(dy.shape)}, strides {dy.stride()}) must have x's shape and layout "
+                         f"({tuple(x.shape)}, {layout})")
+    if dy.dtype != x.dtype or dy.device != x.device:
+        raise ValueError(f"dy is {dy.dtype} on {dy.device}: it must be x's dtype on x's device ({x.dtype}, {x.device})")
+    for name, t in (("mean", mean), ("rstd", rstd)):
+        if (t.dtype != torch.float32 or t.shape != (x.shape[0], num_groups) or not t.is_contiguous()
+                or t.device != x.device):
+            raise ValueError(f"{name} ({t.dtype}, shape {tuple(t.shape)}, on {t.device}) must be the forward's: "
+                             f"float32, contiguous, shape [{x.shape[0]}, {num_groups}], on {x.device}")
+
+
+def _meta(t: Optional[Tensor]):
+    return None if t is None else (t.dtype, t.shape, t.get_device())
 
 
 def _plan(op: int, x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], num_groups: int, eps: float,
@@ -245,12 +271,12 @@ def _plan(op: int, x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], 
     than rebuilt: (the C descriptor by reference, the workspace bytes, the handle's pointer, the
     layout, the device index). Rebuilding cost 3-5 us of a 33 us call (bench/NOTES.md, "The
     operator's host time, piece by piece")."""
-    key = (op, x.shape, x.stride(), x.dtype, x.get_device(), None if weight is None else weight.dtype,
-           None if bias is None else bias.dtype, num_groups, eps, act, swish_beta)
+    key = (op, x.shape, x.stride(), x.dtype, x.get_device(), _meta(weight), _meta(bias), num_groups, eps, act,
+           swish_beta)
     plan = _plans.get(key)
     if plan is not None:
         return plan
-    layout = _layout(x, num_groups, weight, bias)
+    layout = _checked_layout(op, x, num_groups, weight, bias, act, swish_beta)
     device = x.device.index
     shape = x.shape
     p = _library.Problem(op=op, n=shape[0], c=shape[1], groups=num_groups, spatial_rank=len(shape) - 2,
@@ -294,7 +320,7 @@ def forward_impl(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], nu
     mean = x.new_empty((x.shape[0], num_groups), dtype=torch.float32)
     rstd = x.new_empty((x.shape[0], num_groups), dtype=torch.float32)
     if x.numel() == 0:  # an empty batch or spatial extent: PyTorch's statistics of nothing
-        _layout(x, num_groups, weight, bias)
+        _checked_layout(_OP_FWD, x, num_groups, weight, bias, act, swish_beta)
         return y, mean.fill_(math.nan), rstd.fill_(math.nan)
     pref, ws_bytes, hptr, _, device = _plan(_OP_FWD, x, weight, bias, num_groups, eps, act, swish_beta)
     weight = weight.contiguous() if weight is not None else None
@@ -321,17 +347,16 @@ def backward_impl(dy: Tensor, x: Tensor, mean: Tensor, rstd: Tensor, weight: Opt
     """dx and (with weight) dgamma, dbeta through hipgn's backward, from the forward's mean and
     rstd; dy must be in x's layout."""
     need_dgb = need_dgb and weight is not None
+    runs = (need_dx or need_dgb) and x.numel() > 0
+    if runs:
+        op = _OP_BWD if need_dx and need_dgb else (_OP_DX if need_dx else _OP_DGB)
+        pref, ws_bytes, hptr, layout, device = _plan(op, x, weight, bias, num_groups, eps, act, swish_beta)
+    else:  # no kernel runs: the arguments are checked all the same
+        layout = _checked_layout(_OP_FWD, x, num_groups, weight, bias, act, swish_beta)
+    _check_backward_inputs(dy, x, layout, mean, rstd, num_groups)
     dx, dgamma, dbeta = backward_outputs(x, weight, need_dx, need_dgb)
-    if not (need_dx or need_dgb):
-        return dx, dgamma, dbeta
-    if x.numel() == 0:
-        return dx, dgamma.zero_(), dbeta.zero_()
-    op = _OP_BWD if need_dx and need_dgb else (_OP_DX if need_dx else _OP_DGB)
-    pref, ws_bytes, hptr, layout, device = _plan(op, x, weight, bias, num_groups, eps, act, swish_beta)
-    # the same strides are the same layout; other strides may still be (size-1 dimensions)
-    if dy.shape != x.shape or (dy.stride() != x.stride() and layout_of(dy) != layout):
-        raise UnsupportedError(f"dy (shape {tuple(dy.shape)}, strides {dy.stride()}) must have x's shape and layout "
-                               f"({tuple(x.shape)}, {layout})")
+    if not runs:
+        return (dx, dgamma.zero_(), dbeta.zero_()) if x.numel() == 0 else (dx, dgamma, dbeta)
     weight = weight.contiguous() if weight is not None else None
     bias = bias.contiguous() if bias is not None else None
     _launch(_lib.bwd, device, ws_bytes, hptr, pref, dy.data_ptr(), x.data_ptr(), mean.data_ptr(), rstd.data_ptr(),
