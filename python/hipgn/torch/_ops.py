@@ -66,9 +66,9 @@ def cpp_operators() -> Optional[str]:
     return None if _ext is None else _ext.path
 
 _DTYPE_NAMES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
-_DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
-_OP_FWD, _OP_DX, _OP_DGB, _OP_BWD = 0, 1, 2, 3
-ACT_NONE, ACT_SWISH = 0, 1
+_DTYPE_CODES = {t: _library.DTYPES[name] for t, name in _DTYPE_NAMES.items()}
+_OP_FWD, _OP_DX, _OP_DGB, _OP_BWD = (_library.OPS[name] for name in ("fwd", "dx", "dgb", "bwd"))
+ACT_NONE, ACT_SWISH = _library.ACTIVATIONS["none"], _library.ACTIVATIONS["swish"]
 
 
 class UnsupportedError(ValueError):
@@ -231,7 +231,7 @@ def _stream(device: int) -> int:
     return torch.cuda.current_stream(device).cuda_stream
 
 
-_OP_NAMES = {_OP_DX: "dx", _OP_DGB: "dgb", _OP_BWD: "bwd"}  # the backward ops why_unsupported names
+_BACKWARD_NAMES = {code: name for name, code in _library.OPS.items() if code != _OP_FWD}  # why_unsupported's
 
 
 def _checked_layout(op: int, x: Tensor, num_groups: int, weight: Optional[Tensor], bias: Optional[Tensor], act: int,
@@ -241,7 +241,7 @@ def _checked_layout(op: int, x: Tensor, num_groups: int, weight: Optional[Tensor
     operators themselves did not, and a weight of the wrong length or on another device would be
     read out of bounds or through a pointer the kernel cannot use."""
     activation = ("swish", swish_beta) if act == ACT_SWISH else None
-    why = why_unsupported(x, num_groups, weight, bias, activation, backward=_OP_NAMES.get(op))
+    why = why_unsupported(x, num_groups, weight, bias, activation, backward=_BACKWARD_NAMES.get(op))
     if why is not None:
         raise UnsupportedError(why)
     return layout_of(x)
@@ -249,6 +249,7 @@ def _checked_layout(op: int, x: Tensor, num_groups: int, weight: Optional[Tensor
 
 def _check_backward_inputs(dy: Tensor, x: Tensor, layout: str, mean: Tensor, rstd: Tensor, num_groups: int) -> None:
     """dy, mean and rstd as the forward and autograd make them (the C++ operators' check)."""
+    # the same strides are the same layout; other strides may still be (size-1 dimensions)
     if dy.shape != x.shape or (dy.stride() != x.stride() and layout_of(dy) != layout):
         raise ValueError(f"dy (shape {tuple(dy.shape)}, strides {dy.stride()}) must have x's shape and layout "
                          f"({tuple(x.shape)}, {layout})")
@@ -281,7 +282,7 @@ def _plan(op: int, x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], 
     shape = x.shape
     p = _library.Problem(op=op, n=shape[0], c=shape[1], groups=num_groups, spatial_rank=len(shape) - 2,
                          x_dtype=_DTYPE_CODES[x.dtype], gamma_dtype=_DTYPE_CODES[_gamma_dtype(x, weight, bias)],
-                         layout=0 if layout == "cf" else 1, act=act, eps=eps, swish_beta=swish_beta)
+                         layout=_library.LAYOUTS[layout], act=act, eps=eps, swish_beta=swish_beta)
     for i, d in enumerate(shape[2:]):
         p.spatial[i] = d
     h = handle(device)
