@@ -22,7 +22,6 @@ Usage (GPU machine): HIPGN_LIBRARY=<build>/runtime/libhipgn.so PYTHONPATH=python
 bench/compile_probe.py [--out DIR] [--parts P,...]"""
 
 import argparse
-import contextlib
 import copy
 import os
 import sys
@@ -92,7 +91,7 @@ def output_code(out):
 def resnets():
     """(name, model, x): ResNet-50 with GroupNorm(32) as networks.py builds it, in eval mode and
     channels-last, unpatched ("torch") then patched ("hipgn"), each after a dynamo reset; x a
-    batch of 32 at 224 x 224, to run under bf16 autocast (bf16_inference)."""
+    batch of 32 at 224 x 224, to run under bf16 autocast (networks.inference_context)."""
     if networks.torchvision is None:
         skip(f"torchvision is missing ({networks.TORCHVISION_MISSING})")
     x = torch.randn(32, 3, 224, 224, device="cuda").contiguous(memory_format=torch.channels_last)
@@ -104,17 +103,10 @@ def resnets():
         yield ("hipgn" if patched else "torch"), m, x
 
 
-def bf16_inference():
-    stack = contextlib.ExitStack()
-    stack.enter_context(torch.no_grad())
-    stack.enter_context(torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False))
-    return stack
-
-
 def resnet_rows():
     rows = []
     for name, m, x in resnets():
-        with bf16_inference():
+        with networks.inference_context(True):
             ex = torch._dynamo.explain(m)(x)
             rows.append((f"resnet50 {name}: graphs {ex.graph_count}, breaks {ex.graph_break_count}, ops "
                          f"{ex.op_count}", 0.0))
@@ -142,7 +134,7 @@ def resnet_code(out):
     from torch._inductor.utils import run_and_get_code
     rows = []
     for name, m, x in resnets():
-        with bf16_inference():
+        with networks.inference_context(True):
             _, codes = run_and_get_code(torch.compile(m), x)
         code = "\n".join(codes)
         with open(os.path.join(out, f"resnet_code_{name}.txt"), "w") as f:
@@ -165,7 +157,7 @@ def resnet_cprofile():
     import io
     import pstats
     for name, m, x in resnets():
-        with bf16_inference():
+        with networks.inference_context(True):
             c = torch.compile(m)
             c(x)
             torch.cuda.synchronize()
@@ -188,7 +180,7 @@ def resnet_trace(out):
     (CPU and CUDA activities) over three steps after a warm-up."""
     from torch.profiler import ProfilerActivity, profile
     for name, m, x in resnets():
-        with bf16_inference():
+        with networks.inference_context(True):
             c = torch.compile(m)
             for _ in range(3):
                 c(x)

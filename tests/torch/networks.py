@@ -12,6 +12,7 @@ Usage: networks.py [--budget-s S] [--json FILE] [--no-compile] [--compile-mode M
 where PyTorch or a GPU is missing; 1 if an accuracy check fails."""
 
 import argparse
+import contextlib
 import copy
 import json
 import statistics
@@ -263,10 +264,18 @@ def train_step(m, opt, x, amp):
     return step
 
 
+def inference_context(amp):
+    """No gradients, and bf16 autocast if amp: how inference runs here (a context manager)."""
+    stack = contextlib.ExitStack()
+    stack.enter_context(torch.no_grad())
+    stack.enter_context(torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp, cache_enabled=False))
+    return stack
+
+
 def infer_step(m, x, amp):
     """One inference of m on x, without gradients, under bf16 autocast if amp."""
     def run():
-        with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp, cache_enabled=False):
+        with inference_context(amp):
             m(x)
     return run
 
