@@ -70,6 +70,45 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(BwdInstance);  // a build of forwa
 INSTANTIATE_TEST_SUITE_P(All, BwdInstance, ::testing::ValuesIn(instance_names(true)),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
+// The channels-last stream backward's ring (stream_bwd.hpp's each_row): rows in flight through
+// shared memory only where a thread has kStreamRingFromRows rows of an item or more, which no
+// corpus shape gives (its items are short). One sample of two rows a workgroup and an odd spatial size
+// sized from this device's workgroups, so that a thread has about 1.25 x that many rows: the
+// ring wraps several times, in phase 1 and in dx's reverse order.
+class StreamRing : public ::testing::TestWithParam<std::string> {};
+
+std::vector<std::string> stream_backwards() {
+  std::vector<std::string> names;
+  for (const std::string& name : instance_names(true))
+    if (Registry::global().find(name)->spec().family == Family::stream) names.push_back(name);
+  return names;
+}
+
+TEST_P(StreamRing, LongItemsMatchReference) {
+  HIPGN_REQUIRE_GPU();
+  const Instance* inst = Registry::global().find(GetParam());
+  ASSERT_NE(inst, nullptr);
+  const InstanceSpec& s = inst->spec();
+  int device = 0, cus = 0;
+  ASSERT_EQ(hipGetDevice(&device), hipSuccess);
+  ASSERT_EQ(hipDeviceGetAttribute(&cus, hipDeviceAttributeMultiprocessorCount, device), hipSuccess);
+  // two rows of C at once (lanes), whatever the instance's block and vector
+  const std::int64_t c = std::int64_t(s.block) * s.vector / 2, lanes = stream_cl_shape(c, s.vector, s.block).lanes;
+  const std::int64_t workgroups = std::int64_t(cus) * (stream_threads_per_cu(true, s.per_thread) / s.block);
+  // a part a workgroup (N = 1), rows / lanes a thread
+  const std::int64_t hw = kStreamRingFromRows * 5 / 4 * lanes * workgroups | 1;
+  Problem p = make_problem({1, c, {hw}, 32}, s.x_dtype, s.gamma_dtype, s.layout, s.act);
+  p.op = s.op;
+  ASSERT_TRUE(inst->supports(p)) << inst->name() << " on " << p.to_string();
+  RunOptions o;
+  o.misalign_affine = true;
+  check_instance(*inst, p, o, true, inst->name() + " on " + p.to_string());
+}
+
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(StreamRing);  // a build without the family
+INSTANTIATE_TEST_SUITE_P(All, StreamRing, ::testing::ValuesIn(stream_backwards()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
 // Through the handle, with the saved statistics of our own forward.
 TEST(BwdDispatch, ForwardStatisticsFeedBackward) {
   HIPGN_REQUIRE_GPU();

@@ -228,7 +228,8 @@ struct Params {
   // per (share, group); hold_vectors, set by the launcher, the vectors of its first share a
   // workgroup keeps in shared memory; affine_rows the rows of its gamma/beta table. The
   // channels-last stream forward (stream_fwd.hpp): hold_vectors, set by its launcher, the rows
-  // a thread keeps in shared memory of its workgroup's last item.
+  // a thread keeps in shared memory of its workgroup's last item; the backward (stream_bwd.hpp):
+  // the rows a thread has in flight in its ring in shared memory (0: through registers).
   std::int32_t affine_rows;
   // The channels-first stream forward in waves (set by its launcher, never by the runtime): the
   // groups taken wave_groups whole groups at a time, each wave cut into shares that workgroups
@@ -364,10 +365,31 @@ static_assert(kStreamGenerationOffset % 2 == 1 && kStreamLineWords % 2 == 0, "co
 HIPGN_HD std::int64_t stream_cl_smem_floats(std::int64_t c, int lanes, bool backward = false) {
   return (2 * std::int64_t(lanes) + (backward ? 4 : 3)) * c;
 }
-// Where the channels-last stream forward's held rows start in its shared memory, in bytes:
-// after the floats above, 16-byte aligned.
-HIPGN_HD std::int64_t stream_cl_held_offset(std::int64_t c, int lanes) {
-  return (stream_cl_smem_floats(c, lanes) * 4 + 15) / 16 * 16;
+// Where the channels-last stream forward's held rows (the backward's rows in flight) start in
+// its shared memory, in bytes: after the floats above, 16-byte aligned.
+HIPGN_HD std::int64_t stream_cl_held_offset(std::int64_t c, int lanes, bool backward = false) {
+  return (stream_cl_smem_floats(c, lanes, backward) * 4 + 15) / 16 * 16;
+}
+// The channels-last stream backward's ring (kernels/include/hipgn/kernels/primitives/async_copy.hpp,
+// stream_bwd.hpp's each_row): the rows a thread has in flight through shared memory, from `rows`
+// a thread of an item and room for `fits` of them; 0 loads through registers, two rows at a time.
+// H200, fp16 / bf16 SiLU, L2-cold, against registers (bench/NOTES.md, "Rows in flight through
+// shared memory"): from 16 rows a thread the ring of 4 takes 0.88-0.94x / 0.90-0.97x
+// (sdxl_64x1280, 21 rows; vae_256x256, 32; sdxl_128x960, 63; vae_512x256), depths 4 and 8
+// within 2% of each other; at 16 rows mixed (sdxl_32x2560 0.94-0.97 / 1.02, det_50x84x1024
+// 0.94-0.98 / 0.99-1.04). Below, every depth was level or slower, the deeper the slower
+// (sd15_64x320, 6 rows, 0.98-1.01x at depth 2, 1.02-1.06 at 4, 1.03-1.05 at 6): a short item's
+// rows arrive in the first round trip anyway. NVIDIA builds target sm_90, which copies
+// asynchronously; AMD loads through registers and gets no ring.
+#if defined(HIPGN_PLATFORM_AMD)
+inline constexpr std::int64_t kStreamRingMost = 0;
+#else
+inline constexpr std::int64_t kStreamRingMost = 4;
+#endif
+inline constexpr std::int64_t kStreamRingFromRows = 16;
+HIPGN_HD std::int64_t stream_ring_depth(std::int64_t rows, std::int64_t fits) {
+  if (rows < kStreamRingFromRows) return 0;
+  return kStreamRingMost < fits ? kStreamRingMost : fits;
 }
 // Shared memory a stream forward workgroup that holds x leaves unused of its share of the
 // compute unit's: the 1 KB sm_90 reserves per workgroup and the kernel's static arrays.

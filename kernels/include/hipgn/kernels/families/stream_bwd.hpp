@@ -27,6 +27,7 @@
 
 #include "hipgn/kernels/families/stream_fwd.hpp"
 #include "hipgn/kernels/primitives/activation.hpp"
+#include "hipgn/kernels/primitives/async_copy.hpp"
 #include "hipgn/kernels/primitives/backward.hpp"
 #include "hipgn/kernels/primitives/exchange.hpp"
 #include "hipgn/kernels/primitives/persistent.hpp"
@@ -72,17 +73,90 @@ __device__ __forceinline__ void column_sums(const float2* m, std::int64_t stride
   __syncthreads();
 }
 
+// This thread's rows of an item, x and dy a column vector at a time: f(m, j, x, dy) for each row
+// m < mine (row r0 + lane + m lanes; xs and dys at row m = 0) and column vector j, rows in order
+// (kReverse: last first). Where the target copies asynchronously (async_copy.hpp) and the
+// launcher gave the workgroup a ring (depth = p.hold_vectors > 0), `depth` rows a thread are in
+// flight at once through shared memory; else U rows at a time through registers. With U = 2 a
+// thread has 64 bytes in flight, a compute unit ~32 KB at 512 threads, and a long item's rows
+// come in round trips (bench/NOTES.md, "Rows in flight through shared memory").
+template <typename Traits, bool kReverse, typename F>
+__device__ __forceinline__ void each_row(const StreamGeometry<Traits>& sg, const Vec<typename Traits::XType, Traits::kVectorSize>* xs,
+                                         const Vec<typename Traits::XType, Traits::kVectorSize>* dys, int mine,
+                                         [[maybe_unused]] Bits<Vec<typename Traits::XType, Traits::kVectorSize>>* ring,
+                                         [[maybe_unused]] int depth, F f) {
+  constexpr int B = Traits::kBlockSize, E = Traits::kPerThread, U = kStreamUnroll;
+  using VecT = Vec<typename Traits::XType, Traits::kVectorSize>;
+  const int(&cols)[E] = sg.cols;
+  auto row = [&](int k) { return kReverse ? mine - 1 - k : k; };
+#if defined(HIPGN_ASYNC_COPY)
+  if (depth > 0) {
+    // slot s of this thread: x's vector j at ring[(2 s E + j) B + t], dy's E B further (a
+    // wavefront's 16-byte accesses are 512 contiguous bytes: no bank conflicts)
+    const int t = threadIdx.x;
+    auto issue = [&](int k, int s) {  // row k's copies into slot s, one group (empty past mine)
+      if (k < mine) {
+        const std::int64_t at = std::int64_t(row(k)) * sg.lane_stride;
+#pragma unroll
+        for (int j = 0; j < E; ++j)
+          if (cols[j] >= 0) {
+            async_copy::copy<sizeof(VecT)>(ring + (2 * s * E + j) * B + t, xs + at + cols[j]);
+            async_copy::copy<sizeof(VecT)>(ring + ((2 * s + 1) * E + j) * B + t, dys + at + cols[j]);
+          }
+      }
+      async_copy::commit();
+    };
+    for (int k = 0; k < depth; ++k) issue(k, k);
+    int s = 0;
+    for (int k = 0; k < mine; ++k) {
+      async_copy::wait(depth - 1);  // row k's group, and every one before it, landed
+#pragma unroll
+      for (int j = 0; j < E; ++j)
+        if (cols[j] >= 0)
+          f(row(k), j, from_bits(ring[(2 * s * E + j) * B + t]), from_bits(ring[((2 * s + 1) * E + j) * B + t]));
+      issue(k + depth, s);  // after the slot was read: its next row
+      s = s + 1 == depth ? 0 : s + 1;
+    }
+    return;
+  }
+#endif
+  // held as loaded, in 32-bit words (Bits: a Vec of bf16 taken apart right after its load kept
+  // one load in flight, bench/NOTES.md, "bf16's stream loads one at a time")
+  using Raw = Bits<VecT>;
+  const Raw* xw = reinterpret_cast<const Raw*>(xs);
+  const Raw* dyw = reinterpret_cast<const Raw*>(dys);
+#pragma unroll 1
+  for (int k0 = 0; k0 < mine; k0 += U) {
+    Raw rx[U][E], rdy[U][E];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int j = 0; j < E; ++j)
+        if (cols[j] >= 0 && k0 + u < mine) {
+          const std::int64_t at = std::int64_t(row(k0 + u)) * sg.lane_stride + cols[j];
+          rx[u][j] = xw[at];
+          rdy[u][j] = dyw[at];
+        }
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int j = 0; j < E; ++j)
+        if (cols[j] >= 0 && k0 + u < mine) f(row(k0 + u), j, from_bits(rx[u][j]), from_bits(rdy[u][j]));
+  }
+}
+
 // Phase 2 of the kernel below: dx, items and rows in reverse.
 template <typename Traits, typename Channels, typename Clock>
 __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeometry<Traits>& sg, float* red,
-                                              float* weighted, Channels channels, Clock& phases) {
-  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread, U = kStreamUnroll;
+                                              float* weighted, Bits<Vec<typename Traits::XType, Traits::kVectorSize>>* ring,
+                                              Channels channels, Clock& phases) {
+  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
   using T = typename Traits::XType;
   using VecT = Vec<T, V>;
   const int groups = sg.groups, lane = sg.lane;
   const int(&cols)[E] = sg.cols;
-  const T* x = static_cast<const T*>(p.x);
-  const T* dy = static_cast<const T*>(p.dy);
+  const VecT* x = static_cast<const VecT*>(p.x);
+  const VecT* dy = static_cast<const VecT*>(p.dy);
   const float2* group_parts = reinterpret_cast<const float2*>(p.group_stats);  // [items][G]
   const float inv_m = 1.f / (float(sg.cpg) * float(sg.hw));
   const int first_item = int(blockIdx.x), step = int(gridDim.x);
@@ -114,42 +188,24 @@ __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeome
       }
     }
     phases.lap(3);
-    const int mine = sg.mine(rows);
     const std::int64_t first = base + std::int64_t(r0 + lane) * sg.row_vectors;
-    const VecT* xs = reinterpret_cast<const VecT*>(x) + first;
-    const VecT* dys = reinterpret_cast<const VecT*>(dy) + first;
     VecT* dxs = static_cast<VecT*>(p.dx) + first;
-#pragma unroll 1
-    for (int m = mine - 1; m >= 0; m -= U) {
-      VecT rx[U][E], rdy[U][E];
+    each_row<Traits, true>(sg, x + first, dy + first, sg.mine(rows), ring, p.hold_vectors,
+                           [&](int m, int j, const VecT& rx, const VecT& rdy) {
+                             float d[V], g[V];
+                             vector_terms<Traits::kActivation>(rx, rdy, k[j], p.swish_beta, d, g);
 #pragma unroll
-      for (int u = 0; u < U; ++u)
-#pragma unroll
-        for (int j = 0; j < E; ++j)
-          if (cols[j] >= 0 && m - u >= 0) {
-            rx[u][j] = xs[(m - u) * sg.lane_stride + cols[j]];
-            rdy[u][j] = dys[(m - u) * sg.lane_stride + cols[j]];
-          }
-#pragma unroll
-      for (int u = 0; u < U; ++u)
-#pragma unroll
-        for (int j = 0; j < E; ++j) {
-          if (cols[j] >= 0 && m - u >= 0) {
-            float d[V], g[V];
-            vector_terms<Traits::kActivation>(rx[u][j], rdy[u][j], k[j], p.swish_beta, d, g);
-#pragma unroll
-            for (int i = 0; i < V; ++i) d[i] = fmaf(k[j][i].slope, g[i], fmaf(dslope[j][i], d[i], dconst[j][i]));
-            dxs[(m - u) * sg.lane_stride + cols[j]] = narrow<T, V>(d);
-          }
-        }
-    }
+                             for (int i = 0; i < V; ++i)
+                               d[i] = fmaf(k[j][i].slope, g[i], fmaf(dslope[j][i], d[i], dconst[j][i]));
+                             dxs[m * sg.lane_stride + cols[j]] = narrow<T, V>(d);
+                           });
     phases.lap(4);
   }
 }
 
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) bwd_stream_cl_kernel(Params p) {
-  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread, U = kStreamUnroll;
+  constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
   constexpr Activation kAct = Traits::kActivation;
   using T = typename Traits::XType;
   using Gm = typename Traits::GammaType;
@@ -161,13 +217,15 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
   const bool channel_sums = wants_channel_sums<Traits>(p);
   // shared memory (stream_cl_smem_floats, backward): [2][lanes][C] S1 and S2 of the lanes,
   // [2][C] gamma and beta, [2][C] an item's gamma S1 and gamma S2
-  // (red, 2 lanes C floats, is at least 2 B, column_sums' scratch: lanes C >= B V / 2)
+  // (red, 2 lanes C floats, is at least 2 B, column_sums' scratch: lanes C >= B V / 2); then
+  // the ring of rows in flight, [hold_vectors][2][E][B] vectors (each_row)
   static_assert(V >= 2, "column_sums' scratch in red");
   float* red = reinterpret_cast<float*>(dynamic_smem);
   float* affine = red + 2 * lanes * c;
   float* weighted = affine + 2 * c;
-  const T* x = static_cast<const T*>(p.x);
-  const T* dy = static_cast<const T*>(p.dy);
+  auto* ring = reinterpret_cast<Bits<VecT>*>(dynamic_smem + stream_cl_held_offset(c, lanes, true));
+  const VecT* x = static_cast<const VecT*>(p.x);
+  const VecT* dy = static_cast<const VecT*>(p.dy);
   float2* partials = reinterpret_cast<float2*>(p.partials);        // [items][C]: S1, S2
   float2* group_parts = reinterpret_cast<float2*>(p.group_stats);  // [items][G]: gamma S1, gamma S2
   {
@@ -215,36 +273,17 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
 #pragma unroll
       for (int i = 0; i < V; ++i) s1[j][i] = 0.f, s2[j][i] = 0.f;
     }
-    const int mine = sg.mine(rows);
     const std::int64_t first = base + std::int64_t(r0 + lane) * sg.row_vectors;
-    const VecT* xs = reinterpret_cast<const VecT*>(x) + first;
-    const VecT* dys = reinterpret_cast<const VecT*>(dy) + first;
-#pragma unroll 1
-    for (int m = 0; m < mine; m += U) {
-      VecT rx[U][E], rdy[U][E];
+    each_row<Traits, false>(sg, x + first, dy + first, sg.mine(rows), ring, p.hold_vectors,
+                            [&](int, int j, const VecT& rx, const VecT& rdy) {
+                              float d[V], g[V];
+                              vector_terms<kAct>(rx, rdy, k[j], p.swish_beta, d, g);
 #pragma unroll
-      for (int u = 0; u < U; ++u)
-#pragma unroll
-        for (int j = 0; j < E; ++j)
-          if (cols[j] >= 0 && m + u < mine) {
-            rx[u][j] = xs[(m + u) * sg.lane_stride + cols[j]];
-            rdy[u][j] = dys[(m + u) * sg.lane_stride + cols[j]];
-          }
-#pragma unroll
-      for (int u = 0; u < U; ++u)
-#pragma unroll
-        for (int j = 0; j < E; ++j) {
-          if (cols[j] >= 0 && m + u < mine) {
-            float d[V], g[V];
-            vector_terms<kAct>(rx[u][j], rdy[u][j], k[j], p.swish_beta, d, g);
-#pragma unroll
-            for (int i = 0; i < V; ++i) {
-              s1[j][i] += g[i];
-              s2[j][i] = fmaf(g[i], d[i], s2[j][i]);
-            }
-          }
-        }
-    }
+                              for (int i = 0; i < V; ++i) {
+                                s1[j][i] += g[i];
+                                s2[j][i] = fmaf(g[i], d[i], s2[j][i]);
+                              }
+                            });
 #pragma unroll
     for (int j = 0; j < E; ++j)
 #pragma unroll
@@ -283,7 +322,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
         static_cast<Gm*>(p.dbeta)[c0 + j] = from_float<Gm>(a);
       });
   phases.lap(5);
-  if constexpr (kWritesDx<Traits>) stream_bwd_dx<Traits>(p, sg, red, weighted, channels, phases);
+  if constexpr (kWritesDx<Traits>) stream_bwd_dx<Traits>(p, sg, red, weighted, ring, channels, phases);
   phases.report("bwd_stream_cl");
 }
 
@@ -291,9 +330,17 @@ template <typename Traits>
 struct StreamBwdLauncher {
   static hipError_t launch(const Params& p, hipStream_t stream) {
     const StreamShape shape = stream_cl_shape(p.channels, Traits::kVectorSize, Traits::kBlockSize);
-    const std::size_t smem = std::size_t(stream_cl_smem_floats(p.channels, shape.lanes, true)) * sizeof(float);
-    return launch_persistent(&bwd_stream_cl_kernel<Traits>, p, Traits::kBlockSize, smem, true, kStreamCounterWords,
-                             stream, true);
+    const std::int64_t base = stream_cl_held_offset(p.channels, shape.lanes, true);
+    std::int64_t room = 0;
+    if (const hipError_t e = stream_hold_bytes(kStreamMinBlocks<Traits>, base, &room); e != hipSuccess) return e;
+    // a ring of as many rows a thread as there is room for, up to kStreamRingMost, where a
+    // thread's rows of an item are that many (stream_ring_depth)
+    const std::int64_t row_bytes =
+        2 * std::int64_t(Traits::kBlockSize) * Traits::kPerThread * std::int64_t(sizeof(Vec<typename Traits::XType, Traits::kVectorSize>));
+    Params q = p;
+    q.hold_vectors = std::int32_t(stream_ring_depth((p.part_rows + shape.lanes - 1) / shape.lanes, room / row_bytes));
+    return launch_persistent(&bwd_stream_cl_kernel<Traits>, q, Traits::kBlockSize,
+                             std::size_t(base + q.hold_vectors * row_bytes), true, kStreamCounterWords, stream, true);
   }
 };
 
