@@ -72,9 +72,9 @@ INSTANTIATE_TEST_SUITE_P(All, BwdInstance, ::testing::ValuesIn(instance_names(tr
 
 // The channels-last stream backward's ring (stream_bwd.hpp's each_row): rows in flight through
 // shared memory only where a thread has kStreamRingFromRows rows of an item or more, which no
-// corpus shape gives (its items are short). One sample of two rows a workgroup and an odd spatial size
-// sized from this device's workgroups, so that a thread has about 1.25 x that many rows: the
-// ring wraps several times, in phase 1 and in dx's reverse order.
+// corpus shape gives (its items are short). One sample whose rows a workgroup reads two at a
+// time, of an odd spatial size sized from this device's workgroups, so that a thread has about
+// 1.25 x that many rows: the ring wraps several times, in phase 1 and in dx's reverse order.
 class StreamRing : public ::testing::TestWithParam<std::string> {};
 
 std::vector<std::string> stream_backwards() {

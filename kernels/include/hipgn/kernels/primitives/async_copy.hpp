@@ -4,7 +4,7 @@
 // is its own thread's (copied and read by it alone), so no workgroup barrier guards the ring:
 // cp.async.wait_group makes a thread's completed copies visible to that thread.
 // Targets without it (AMD, older NVIDIA) load through registers; HIPGN_ASYNC_COPY says which
-// one the device pass compiles, and the host sizes the ring by stream_ring_bytes (params.hpp).
+// one the device pass compiles, and the host sizes the ring by stream_ring_depth (params.hpp).
 #pragma once
 
 #include <cstdint>
