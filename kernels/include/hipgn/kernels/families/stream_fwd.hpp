@@ -312,7 +312,10 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
   grid_barrier(p.counters, 1);
   phases.lap(4);
 
-  // Phase 3: y, items and rows in reverse.
+  // Phase 3: y, items and rows in reverse: the rows phase 1 read last, which the L2 still
+  // holds, first, and the held rows (an item's first) last; written first, their y pushed those
+  // rows out of the L2 before they were read again (1.15x, bench/NOTES.md, "Phase 3 from a
+  // count", which also measured chunks handed out at run time in place of these fixed shares).
   const int first = int(blockIdx.x), step = int(gridDim.x);
   for (int item = first + (items - 1 - first) / step * step; item >= 0; item -= step) {
     std::int64_t base;
