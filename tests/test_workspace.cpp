@@ -172,9 +172,20 @@ TEST(Workspace, GivenWorkspaceIsChecked) {
   Status s = h.run_with_workspace(f.p, f.t, nullptr, 0);
   EXPECT_EQ(s.code, StatusCode::invalid_argument);
   EXPECT_NE(s.message.find("needs a workspace of"), std::string::npos) << s.message;
-  s = h.run_with_workspace(f.p, f.t, ws, need - 4);
+  // 4 bytes short of what the chosen instance needs (workspace_bytes(p) is the largest need of
+  // every supporting instance, which the chosen one may be below)
+  const Instance* chosen = h.choose(f.p, &f.t);
+  ASSERT_NE(chosen, nullptr);
+  const std::size_t own = h.workspace_bytes(f.p, chosen->name());
+  ASSERT_GT(own, 4u) << chosen->name();
+  ASSERT_LE(own, need);
+  s = h.run_with_workspace(f.p, f.t, ws, own - 4);
   EXPECT_EQ(s.code, StatusCode::invalid_argument);
-  EXPECT_NE(s.message.find(std::to_string(need - 4) + " given"), std::string::npos) << s.message;
+  EXPECT_NE(s.message.find(chosen->name() + " needs a workspace of " + std::to_string(own) + " bytes"),
+            std::string::npos)
+      << s.message;
+  EXPECT_NE(s.message.find(std::to_string(own - 4) + " given"), std::string::npos) << s.message;
+  EXPECT_EQ(h.run_with_workspace(f.p, f.t, ws, own).code, StatusCode::no_device);
   s = h.run_with_workspace(f.p, f.t, nullptr, need);
   EXPECT_NE(s.message.find("workspace is null"), std::string::npos) << s.message;
   s = h.run_with_workspace(f.p, f.t, static_cast<char*>(ws) + 4, need);
