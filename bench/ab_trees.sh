@@ -4,6 +4,9 @@
 # another tree at $B_TREE (default ab_old/, git-ignored). Make B on the CPU machine and carry it:
 #     rm -rf ab_old && mkdir ab_old && git archive HEAD | tar -x -C ab_old
 #     device run, carry [".deps", "ab_old"]:  TEST_FILTER=... BENCH_ARGS=... bash bench/ab_trees.sh
+# Or two variants of this one tree, told apart by macros (B_TREE=. and A_DEFINES="-DHIPGN_EXP_X"
+# beside an empty B_DEFINES): each side's CUDA code compiles with its *_DEFINES (CMAKE_CUDA_FLAGS,
+# set on every call, so a warm machine's cache keeps no earlier call's flags).
 # Both build with PRESET (default `minimal`: a minute where the default preset takes two each,
 # and it has the generic and one instance a family) and AB_CMAKE_ARGS (say, `-DHIPGN_OPS=fwd
 # -DHIPGN_LAYOUTS=cf -DHIPGN_DTYPES=f16` with PRESET=default: every configuration of a few
@@ -20,13 +23,16 @@ mkdir -p "$OUT"
 R=$PWD
 B_TREE=${B_TREE:-$R/ab_old}
 [ -f "$B_TREE/CMakeLists.txt" ] || { echo "ab_trees: no tree at $B_TREE (see the header)"; exit 2; }
+B_TREE=$(cd "$B_TREE" && pwd)  # absolute, as CMake's cache names its source
 for side in a b; do
   src=$R; [ $side = b ] && src=$B_TREE
   # a warm machine keeps the build folders: one configured from another tree (an earlier call's
   # B_TREE) makes CMake refuse the source, so it starts afresh
   cache=/tmp/ab_$side/CMakeCache.txt
   [ -f "$cache" ] && ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$src" "$cache" && rm -rf /tmp/ab_$side
+  defines=${A_DEFINES:-}; [ $side = b ] && defines=${B_DEFINES:-}
   cmake -S "$src" -B /tmp/ab_$side -G Ninja -DHIPGN_PRESET=${PRESET:-minimal} ${AB_CMAKE_ARGS:-} -DCMAKE_PREFIX_PATH="$R/.deps/root/usr" \
+    -DCMAKE_CUDA_FLAGS="$defines" \
     > "$OUT/configure_$side.log" 2>&1 || { tail -20 "$OUT/configure_$side.log"; exit 1; }
 done
 for side in a b; do
