@@ -81,11 +81,9 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentBwdMinBlocks<Trai
   const float per_group = float(hw) * float(cpg);
   const T* xs = static_cast<const T*>(p.x);
   const T* dys = static_cast<const T*>(p.dy);
-  // this thread's V channels of a per-channel array
-  auto mine = [&](const float* a, float (&out)[V]) {
-#pragma unroll
-    for (int i = 0; i < V; ++i) out[i] = a[cv * V + i];
-  };
+  // this thread's V channels of a per-channel array, one access (V scalar reads from threads V
+  // floats apart were V-way bank conflicts)
+  auto mine = [&](const float* a, float (&out)[V]) { load_vec<V>(a + cv * V, out); };
   for (std::int64_t item = blockIdx.x; item < p.items; item += gridDim.x) {
     const std::int64_t n = std::int64_t(p.slices_div.div(std::uint64_t(item))), slice = item - n * p.slices;
     const std::int64_t left = hw - slice * rows_per_slice;
@@ -120,16 +118,25 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentBwdMinBlocks<Trai
     {
       float mean[V], rstd[V], ga[V], be[V];
       mine(chan, mean), mine(chan + c, rstd), mine(affine, ga), mine(affine + c, be);
+      // the sums go to shared memory Q channels a store: a channel a store, with a lane's
+      // threads V floats apart, was a V-way bank conflict; all V at once held 2 V more floats
+      // and spilled 196 bytes at 128 registers (256 x 8 x 4)
+      constexpr int Q = V < 4 ? V : 4;
 #pragma unroll
-      for (int i = 0; i < V; ++i) {
-        float s1 = 0.f, s2 = 0.f;
+      for (int i0 = 0; i0 < V; i0 += Q) {
+        float s1[Q], s2[Q];
 #pragma unroll
-        for (int e = 0; e < E; ++e) {
-          resident_terms<Traits::kActivation>(mean[i], rstd[i], ga[i], be[i], p.swish_beta, x[e][i], dy[e][i]);
-          s1 += dy[e][i];
-          s2 += dy[e][i] * x[e][i];
+        for (int i = i0; i < i0 + Q; ++i) {
+          s1[i - i0] = 0.f, s2[i - i0] = 0.f;
+#pragma unroll
+          for (int e = 0; e < E; ++e) {
+            resident_terms<Traits::kActivation>(mean[i], rstd[i], ga[i], be[i], p.swish_beta, x[e][i], dy[e][i]);
+            s1[i - i0] += dy[e][i];
+            s2[i - i0] += dy[e][i] * x[e][i];
+          }
         }
-        if (active && pass != 2) red1[lane * c + cv * V + i] = s1, red2[lane * c + cv * V + i] = s2;
+        if (active && pass != 2)
+          store_floats<Q>(red1 + lane * c + cv * V + i0, s1), store_floats<Q>(red2 + lane * c + cv * V + i0, s2);
       }
     }
     __syncthreads();

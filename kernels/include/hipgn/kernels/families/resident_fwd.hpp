@@ -577,8 +577,10 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
         }
         red_mean[lane * cv_count + cv] = mv, red_m2[lane * cv_count + cv] = s;
       } else if (active) {
-#pragma unroll
-        for (int i = 0; i < V; ++i) red_mean[lane * cc + cv * V + i] = m[i], red_m2[lane * cc + cv * V + i] = sq[i];
+        // V floats a store: one at a time, with a lane's threads V floats apart, each was a
+        // V-way bank conflict (the stream kernels' stage_lane, bench/NOTES.md)
+        store_floats<V>(red_mean + lane * cc + cv * V, m);
+        store_floats<V>(red_m2 + lane * cc + cv * V, sq);
       }
     }
     phases.lap(1);
@@ -654,8 +656,8 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
     phases.lap(4);
     if (active) {
       float sc[V], sh[V];
-#pragma unroll
-      for (int i = 0; i < V; ++i) sc[i] = scale[cv * V + i], sh[i] = scale[cc + cv * V + i];
+      load_vec<V>(scale + cv * V, sc);
+      load_vec<V>(scale + cc + cv * V, sh);
       VecT* dst = reinterpret_cast<VecT*>(y + first);
 #pragma unroll
       for (int e = 0; e < E; ++e) {
