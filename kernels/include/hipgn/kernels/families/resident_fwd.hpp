@@ -382,16 +382,16 @@ __device__ __forceinline__ void lanes_to_groups(float* mean, float* m2, float* g
 
 // The same where a vector's V channels are one group's (C/G a multiple of V): lane l's partial
 // (mean, M2) of its j-th vector sit in mean[l * C / V + j], m2[...], each over V x (rows /
-// lanes) elements (V more where l < rows % lanes). A group's lanes x C/G / V partials are merged
-// by a team of threads in two passes over shared memory: the mean (the partials' means weighted
-// by their counts), then M2 = the sum of M2_e + n_e (mean_e - mean)^2, exact without a shift.
-// A team is as many threads as the groups leave (a power of two, no more than a group's
-// partials): part of a wavefront where the groups outnumber the wavefronts, several (their sums
-// met in `scratch`, a float a wavefront) where the groups are few. Each step is a tree: at
-// sd15_32x1280 (C/G = 40, 12 lanes), lanes_to_groups' one thread a channel over the lanes and
-// one a group over its 40 channels, with the staging of gamma and beta, took 3 us of an item
-// (bench/NOTES.md, "The channels-last resident forward's reduction").
-__device__ __forceinline__ void vectors_to_groups(const float* mean, const float* m2, float* gstat, float* scratch,
+// lanes) elements (V more where l < rows % lanes). A group's lanes x C/G / V partials are summed
+// by a team of threads in one pass: S1 = sum n d and S2 = sum (M2_e + n d^2), d = mean_e - K,
+// with K the group's first partial (lane 0's mean: the group's own data, the shift
+// lanes_to_groups uses too), both through one shuffle tree as a pair; mean = K + S1 / N, M2 = S2
+// - S1^2 / N. A team is as many threads as the groups leave (a power of two, no more than a
+// group's partials): part of a wavefront where the groups outnumber the wavefronts, several
+// (their sums met in `scratch`, a pair a wavefront) where the groups are few. Two passes (the
+// mean, then M2 about it) made a forward 3-6% slower (bench/NOTES.md, "One pass to groups"),
+// where a team over per-channel partials, in one pass or two, lost to lanes_to_groups.
+__device__ __forceinline__ void vectors_to_groups(const float* mean, const float* m2, float* gstat, float2* scratch,
                                                   int lanes, int groups, int cpg, int width, int rows) {
   __syncthreads();
   const int per = cpg / width, row = groups * per;  // entries a lane has of a group; of all groups
@@ -408,45 +408,52 @@ __device__ __forceinline__ void vectors_to_groups(const float* mean, const float
   while (tj < per && tj < ts) tj <<= 1;
   const int j0 = tl & (tj - 1), l0 = tl / tj, lstep = ts / tj;
   const float inv_n = 1.f / (float(rows) * float(cpg));
-  const auto sums = [&](int g, float mu, bool second) {
-    float s = 0.f;
+  const auto sums = [&](int g, float k) {
+    float s1 = 0.f, s2 = 0.f;
     for (int l = l0; l < lanes; l += lstep) {
       const float n = float((q + (l < r)) * width);
       const float* ml = mean + l * row + g * per;
       const float* m2l = m2 + l * row + g * per;
       for (int j = j0; j < per; j += tj) {
-        const float d = ml[j] - mu;
-        s = second ? s + fmaf(n * d, d, m2l[j]) : fmaf(n, d, s);
+        const float d = ml[j] - k;
+        s1 = fmaf(n, d, s1);
+        s2 += fmaf(n * d, d, m2l[j]);
       }
     }
-    return s;
+    return make_float2(s1, s2);
   };
-  const auto team_sum = [&](float s) {  // over the team, to each of its threads
-    for (int o = (ts < kWarpSize ? ts : kWarpSize) / 2; o > 0; o >>= 1) s += __shfl_xor(s, o, kWarpSize);
+  const auto team_sum = [&](float2 s) {  // over the team, to each of its threads
+    for (int o = (ts < kWarpSize ? ts : kWarpSize) / 2; o > 0; o >>= 1) {
+      s.x += __shfl_xor(s.x, o, kWarpSize);
+      s.y += __shfl_xor(s.y, o, kWarpSize);
+    }
     if (ts > kWarpSize) {  // uniform: every thread of the workgroup is here
       const int w = t / kWarpSize, warps = ts / kWarpSize, w0 = w - w % warps;
       if (t % kWarpSize == 0) scratch[w] = s;
       __syncthreads();
-      s = 0.f;
-      for (int i = 0; i < warps; ++i) s += scratch[w0 + i];
-      __syncthreads();  // read before the next sum writes
+      s = make_float2(0.f, 0.f);
+      for (int i = 0; i < warps; ++i) s.x += scratch[w0 + i].x, s.y += scratch[w0 + i].y;
     }
     return s;
   };
+  const auto finish = [&](int g, float k, float2 s) {
+    gstat[2 * g] = k + s.x * inv_n;
+    gstat[2 * g + 1] = fmaxf(s.y - s.x * s.x * inv_n, 0.f);  // rounding can take it below zero
+  };
   if (ts > kWarpSize) {  // a team a group, one round
     const bool valid = team < groups;
-    const float mu = team_sum(valid ? sums(team, 0.f, false) : 0.f) * inv_n;
-    const float m2g = team_sum(valid ? sums(team, mu, true) : 0.f);
-    if (valid && tl == 0) gstat[2 * team] = mu, gstat[2 * team + 1] = m2g;
+    const float k = valid ? mean[team * per] : 0.f;
+    const float2 s = team_sum(valid ? sums(team, k) : make_float2(0.f, 0.f));
+    if (valid && tl == 0) finish(team, k, s);
   } else {
     // the loop's bound is the wavefront's first team's group: the same for all its lanes, which
     // every shuffle needs; a team past the groups reads nothing and writes nothing
     for (int gb = team - team % (kWarpSize / ts); gb < groups; gb += teams) {
       const int g = gb + team % (kWarpSize / ts);
       const bool valid = g < groups;
-      const float mu = team_sum(valid ? sums(g, 0.f, false) : 0.f) * inv_n;
-      const float m2g = team_sum(valid ? sums(g, mu, true) : 0.f);
-      if (valid && tl == 0) gstat[2 * g] = mu, gstat[2 * g + 1] = m2g;
+      const float k = valid ? mean[g * per] : 0.f;
+      const float2 s = team_sum(valid ? sums(g, k) : make_float2(0.f, 0.f));
+      if (valid && tl == 0) finish(g, k, s);
     }
   }
   __syncthreads();
@@ -459,7 +466,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
   using Gm = typename Traits::GammaType;
   using VecT = Vec<T, V>;
   extern __shared__ __align__(16) unsigned char dynamic_smem[];
-  __shared__ float scratch[Traits::kBlockSize / kWarpSize];  // vectors_to_groups' wavefront sums
+  __shared__ float2 scratch[Traits::kBlockSize / kWarpSize];  // vectors_to_groups' wavefront sums
   // A unit is `cc` channels of a sample (whole groups, `chunks` to a sample); a row of it is
   // cv_count vectors, row_vectors apart in x.
   const int c = int(p.channels), cc = p.chunk_channels, cv_count = cc / V, row_vectors = c / V, lanes = p.row_lanes;
