@@ -52,6 +52,10 @@ inline const std::vector<Shape>& shape_corpus() {
       {3, 40, {}, 6},             // no spatial dimensions: 6 x 5 and 10
       {1, 36, {2, 3, 5}, 5},      // 3-D spatial: 7 x 4 and 8
       {1, 9, {100, 101}, 2},      // 4 and 5 channels of 10100 positions: long, unaligned rows
+      // a launch at the default shared-memory limit: the channels-last resident forward 256 x 8
+      // x 4 holds this sample in one slice with 48 KB of dynamic memory exactly (32 KB of
+      // stages, 16 KB of lanes' sums), past the limit only with its static arrays
+      {1, 96, {8, 8}, 32},
   };
   return shapes;
 }

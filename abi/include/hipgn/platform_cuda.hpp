@@ -12,6 +12,7 @@ using hipEvent_t = cudaEvent_t;
 using hipDeviceProp_t = cudaDeviceProp;
 using hipMemcpyKind = cudaMemcpyKind;
 using hipFuncAttribute = cudaFuncAttribute;
+using hipFuncAttributes = cudaFuncAttributes;
 using hipDeviceAttribute_t = cudaDeviceAttr;
 
 inline constexpr hipError_t hipSuccess = cudaSuccess;
@@ -59,6 +60,7 @@ inline hipError_t hipThreadExchangeStreamCaptureMode(hipStreamCaptureMode* m) { 
 inline hipError_t hipDeviceGetAttribute(int* v, hipDeviceAttribute_t a, int d) { return cudaDeviceGetAttribute(v, a, d); }
 // Kernels are passed as function pointers (HIP's spelling); CUDA's templates take them as-is.
 inline hipError_t hipFuncSetAttribute(const void* f, hipFuncAttribute a, int v) { return cudaFuncSetAttribute(f, a, v); }
+inline hipError_t hipFuncGetAttributes(hipFuncAttributes* a, const void* f) { return cudaFuncGetAttributes(a, f); }
 inline hipError_t hipOccupancyMaxActiveBlocksPerMultiprocessor(int* n, const void* f, int block, size_t smem) {
   return cudaOccupancyMaxActiveBlocksPerMultiprocessor(n, f, block, smem);
 }

@@ -23,6 +23,7 @@
 #include "hipgn/clusters.hpp"
 #include "hipgn/kernels/primitives/bulk.hpp"
 #include "hipgn/kernels/primitives/exchange.hpp"
+#include "hipgn/kernels/primitives/persistent.hpp"
 #include "hipgn/kernels/primitives/reduce.hpp"
 #include "hipgn/kernels/primitives/target.hpp"
 #include "hipgn/params.hpp"
@@ -245,9 +246,7 @@ inline int active_clusters(void (*kernel)(Params), int block, std::size_t smem, 
   // 9.0 or later (code built for older targets, which the driver may still run here, has none)
   cudaFuncAttributes fa{};
   if (cudaFuncGetAttributes(&fa, f) != cudaSuccess || fa.ptxVersion < 90) active = -1;
-  if (active == 0 && smem > 48 * 1024 &&
-      cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kResidentMaxSmem)) != cudaSuccess)
-    active = -1;
+  if (active == 0 && allow_dynamic_smem(f, smem) != hipSuccess) active = -1;
   if (active == 0 && cluster > kClusterPortable &&
       cudaFuncSetAttribute(f, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
     active = -1;
