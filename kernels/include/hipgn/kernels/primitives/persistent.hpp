@@ -28,7 +28,7 @@ inline constexpr std::size_t kSmemWithoutOptIn = 48 * 1024;
 // asks for, so that a later, larger launch never meets a lower limit left by an earlier, smaller
 // one. The static arrays count: the check compared the dynamic bytes alone, so a launch of 48 KB
 // of them exactly (the channels-last resident forward 256 x 8 x 4 on one slice of C = 96, G =
-// 32: the corpus's last shape) was left at the default limit, which its static arrays pass.
+// 32: tests/corpus.hpp's 1 x 96 x 8 x 8) was left at the default limit, which its static arrays pass.
 inline hipError_t allow_dynamic_smem(const void* kernel, std::size_t smem) {
   hipFuncAttributes fa{};
   if (const hipError_t e = hipFuncGetAttributes(&fa, kernel); e != hipSuccess) return e;
