@@ -397,16 +397,19 @@ __device__ __forceinline__ void vectors_to_groups(const float* mean, const float
   const int per = cpg / width, row = groups * per;  // entries a lane has of a group; of all groups
   const int q = rows / lanes, r = rows - q * lanes, entries = lanes * per, t = int(threadIdx.x),
             block = int(blockDim.x);
-  int ts = kWarpSize;
-  while (ts > 1 && (ts / 2 >= entries || block / ts < groups)) ts >>= 1;
-  if (ts == kWarpSize)
-    while (2 * ts * groups <= block && 2 * ts <= entries) ts *= 2;
-  const int team = t / ts, tl = t - team * ts, teams = block / ts;
+  // ts (a team's threads) and tj are powers of two known only at run time: placed by shifts and
+  // masks, as a division by them is ~20 dependent integer instructions on this chain (SASS)
+  constexpr int kLogWarp = kWarpSize == 64 ? 6 : 5;
+  int lts = kLogWarp;
+  while (lts > 0 && ((1 << lts) / 2 >= entries || (block >> lts) < groups)) --lts;
+  if (lts == kLogWarp)
+    while ((2 << lts) * groups <= block && (2 << lts) <= entries) ++lts;
+  const int ts = 1 << lts, team = t >> lts, tl = t & (ts - 1), teams = block >> lts;
   // a team's threads as tj entries of a lane (the power of two that covers them, or the team)
   // by ts / tj lanes: no division to place an entry
-  int tj = 1;
-  while (tj < per && tj < ts) tj <<= 1;
-  const int j0 = tl & (tj - 1), l0 = tl / tj, lstep = ts / tj;
+  int ltj = 0;
+  while ((1 << ltj) < per && ltj < lts) ++ltj;
+  const int tj = 1 << ltj, j0 = tl & (tj - 1), l0 = tl >> ltj, lstep = ts >> ltj;
   const float inv_n = 1.f / (float(rows) * float(cpg));
   const auto sums = [&](int g, float k) {
     float s1 = 0.f, s2 = 0.f;
@@ -428,7 +431,7 @@ __device__ __forceinline__ void vectors_to_groups(const float* mean, const float
       s.y += __shfl_xor(s.y, o, kWarpSize);
     }
     if (ts > kWarpSize) {  // uniform: every thread of the workgroup is here
-      const int w = t / kWarpSize, warps = ts / kWarpSize, w0 = w - w % warps;
+      const int w = t / kWarpSize, warps = ts / kWarpSize, w0 = w & ~(warps - 1);
       if (t % kWarpSize == 0) scratch[w] = s;
       __syncthreads();
       s = make_float2(0.f, 0.f);
@@ -448,8 +451,9 @@ __device__ __forceinline__ void vectors_to_groups(const float* mean, const float
   } else {
     // the loop's bound is the wavefront's first team's group: the same for all its lanes, which
     // every shuffle needs; a team past the groups reads nothing and writes nothing
-    for (int gb = team - team % (kWarpSize / ts); gb < groups; gb += teams) {
-      const int g = gb + team % (kWarpSize / ts);
+    const int in_warp = team & ((kWarpSize >> lts) - 1);  // this team's place in its wavefront
+    for (int gb = team - in_warp; gb < groups; gb += teams) {
+      const int g = gb + in_warp;
       const bool valid = g < groups;
       const float k = valid ? mean[g * per] : 0.f;
       const float2 s = team_sum(valid ? sums(g, k) : make_float2(0.f, 0.f));
