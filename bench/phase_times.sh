@@ -2,7 +2,7 @@
 # On the GPU machine: where a stream or resident forward kernel's time goes, phase by phase.
 # Builds the profiler with HIPGN_PHASE_TIMES (primitives/phase_clock.hpp: clock64() at each
 # phase's end and each grid barrier's, printed by a few workgroups) in $BUILD with PRESET
-# (default minimal, a minute) and
+# (default minimal, a minute), PHASE_DEFINES (more macros for the CUDA code: an experiment's) and
 # PHASE_CMAKE_ARGS (e.g. "-DHIPGN_OPS=fwd -DHIPGN_LAYOUTS=cf -DHIPGN_DTYPES=f16" with
 # PRESET=default: every configuration of those buckets), runs each probe of PROBES
 # ("instance:n:c:spatial:g:dtype:layout", as bench/ncu_stalls.sh) a few times (ITERS, default
@@ -20,7 +20,7 @@ set -uo pipefail
 OUT=${OUT:-/tmp/hipgn-out}
 mkdir -p "$OUT"
 BUILD=${BUILD:-/tmp/build-phase}
-cmake -S . -B "$BUILD" -G Ninja -DHIPGN_PRESET=${PRESET:-minimal} ${PHASE_CMAKE_ARGS:-} -DCMAKE_CUDA_FLAGS=-DHIPGN_PHASE_TIMES \
+cmake -S . -B "$BUILD" -G Ninja -DHIPGN_PRESET=${PRESET:-minimal} ${PHASE_CMAKE_ARGS:-} -DCMAKE_CUDA_FLAGS="-DHIPGN_PHASE_TIMES ${PHASE_DEFINES:-}" \
   -DCMAKE_PREFIX_PATH="$PWD/.deps/root/usr" > "$OUT/phase_configure.log" 2>&1 || { tail -20 "$OUT/phase_configure.log"; exit 1; }
 cmake --build "$BUILD" -j 16 --target hipgn_profiler > "$OUT/phase_build.log" 2>&1 ||
   { grep -E -A5 "error|FAILED" "$OUT/phase_build.log" | head -30; exit 1; }
