@@ -10,11 +10,13 @@
 // compute unit) and oversubscribed (one step a workgroup, as many workgroups as steps). CUDA
 // graph over rotating sets (> 3x the L2), event-timed, median.
 //
-// Build and run on the GPU machine (sm_90): bash bench/stream_rate_probe.sh
+// Build and run on the GPU machine (sm_90): bash bench/stream_rate_probe.sh [after-write]
+// (after-write: read_after_write's comparison alone)
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "probe_check.hpp"
@@ -66,6 +68,23 @@ struct Set {
   uint4* y;
 };
 
+// `count` sets of x (every byte 1) and y, `bytes` each; free_sets gives them back
+std::vector<Set> make_sets(long long bytes, int count) {
+  std::vector<Set> sets(count);
+  for (Set& st : sets) {
+    CHECK(cudaMalloc(&st.x, bytes));
+    CHECK(cudaMalloc(&st.y, bytes));
+    CHECK(cudaMemset(st.x, 1, bytes));
+  }
+  return sets;
+}
+void free_sets(const std::vector<Set>& sets) {
+  for (const Set& st : sets) {
+    CHECK(cudaFree(st.x));
+    CHECK(cudaFree(st.y));
+  }
+}
+
 // smem: dynamic shared memory a workgroup asks for (unused), to hold the workgroups a compute
 // unit to what the library's kernels get (1024 threads a compute unit: 2 x 512 at 100 KB)
 template <int B, int U, int MINB, int K>
@@ -90,21 +109,65 @@ void run(const std::vector<Set>& sets, long long n, bool persistent, double copy
   std::fflush(stdout);
 }
 
+// `after-write`: a read the way bench.py times the library's kernels, where each launch follows
+// one that wrote a tensor of x's size (the previous replay's y), so the read starts with the L2
+// full of dirty lines that must go back to DRAM while it reads. Each set's write of y then read
+// of x is captured as a pair; the read's time is the pair's less the write's alone, beside the
+// read's alone (each read after another read, as run() times it). Why: the library's channels-
+// last stream forward reads x in its phase 1 at ~1.7 TB/s where run()'s reads reach 3.9
+// (bench/NOTES.md, "The channels-last stream forward's phase 1: four probes").
+template <int B, int U, int MINB, int K>
+void read_after_write(const std::vector<Set>& sets, long long n, float* sink, cudaStream_t s, int smem) {
+  auto rd = stream<B, U, MINB, K>;
+  auto wr = stream<B, U, MINB, kWrite>;
+  int per_sm = 0, cus = 0;
+  CHECK(cudaDeviceGetAttribute(&cus, cudaDevAttrMultiProcessorCount, 0));
+  CHECK(cudaFuncSetAttribute(rd, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  CHECK(cudaFuncSetAttribute(wr, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, rd, B, smem));
+  const unsigned grid = unsigned(cus * per_sm);
+  auto timed = [&](bool write, bool read) {
+    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    for (const Set& st : sets) {
+      if (write) wr<<<grid, B, smem, s>>>(st.x, st.y, n, sink);
+      if (read) rd<<<grid, B, smem, s>>>(st.x, st.y, n, sink);
+    }
+    return replay_median_us(s, 10, int(sets.size()));
+  };
+  const double pair = timed(true, true), write = timed(true, false), read = timed(false, true);
+  const double mb = double(n) * 16 / 1e6;
+  std::printf("  %-10s B %4d U %d, %u workgroups: after a write %7.1f us (%.2f TB/s; the pair %.1f less the write %.1f), "
+              "after a read %7.1f us (%.2f TB/s)\n",
+              K == kRead ? "read" : "share read", B, U, grid, pair - write, mb / (pair - write) / 1e6, pair, write, read,
+              mb / read / 1e6);
+  std::fflush(stdout);
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   cudaStream_t s;
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  for (const long long bytes : {128ll << 20, 40ll << 20}) {
-  const long long n = bytes / 16;
-  std::vector<Set> sets(bytes > (64ll << 20) ? 2 : 3);
-  for (Set& st : sets) {
-    CHECK(cudaMalloc(&st.x, bytes));
-    CHECK(cudaMalloc(&st.y, bytes));
-    CHECK(cudaMemset(st.x, 1, bytes));
-  }
   float* sink;
   CHECK(cudaMalloc(&sink, 1 << 20));
+  if (argc > 1 && std::string(argv[1]) == "after-write") {
+    // x as the stream forward's rows: vae_512x256's 64 MiB, sdxl_128x640's 20, and 128; sets
+    // enough for more than 3x the L2
+    for (const long long bytes : {64ll << 20, 20ll << 20, 128ll << 20}) {
+      const std::vector<Set> sets = make_sets(bytes, bytes > (64ll << 20) ? 2 : bytes > (32ll << 20) ? 3 : 6);
+      std::printf("x %.1f MB, %zu sets:\n", bytes / 1e6, sets.size());
+      // two workgroups of 512 a compute unit at 100 KB of shared memory each, 32 bytes a thread:
+      // the stream family's grid
+      read_after_write<512, 2, 2, kShareRead>(sets, bytes / 16, sink, s, 100 * 1024);
+      read_after_write<512, 2, 2, kRead>(sets, bytes / 16, sink, s, 100 * 1024);
+      free_sets(sets);
+    }
+    CHECK(cudaFree(sink));
+    return 0;
+  }
+  for (const long long bytes : {128ll << 20, 40ll << 20}) {
+  const long long n = bytes / 16;
+  const std::vector<Set> sets = make_sets(bytes, bytes > (64ll << 20) ? 2 : 3);
   CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
   for (const Set& st : sets) CHECK(cudaMemcpyAsync(st.y, st.x, bytes, cudaMemcpyDeviceToDevice, s));
   const double copy = replay_median_us(s, 10, int(sets.size()));
@@ -130,11 +193,8 @@ int main() {
   ALL(256, 4, 4, false)
   ALL(512, 4, 2, false)
   ALL(128, 8, 8, false)
-  for (Set& st : sets) {
-    CHECK(cudaFree(st.x));
-    CHECK(cudaFree(st.y));
+  free_sets(sets);
   }
   CHECK(cudaFree(sink));
-  }
   return 0;
 }
