@@ -114,8 +114,9 @@ void run(const std::vector<Set>& sets, long long n, bool persistent, double copy
 // full of dirty lines that must go back to DRAM while it reads. Each set's write of y then read
 // of x is captured as a pair; the read's time is the pair's less the write's alone, beside the
 // read's alone (each read after another read, as run() times it). Why: the library's channels-
-// last stream forward reads x in its phase 1 at ~1.7 TB/s where run()'s reads reach 3.9
-// (bench/NOTES.md, "The channels-last stream forward's phase 1: four probes").
+// last stream forward reads x in its phase 1 at 3.5 TB/s (134 MB) where run()'s reads of the
+// same grid reach 3.9 and the best 4.1 (bench/NOTES.md, "The channels-last stream forward's
+// phase 1: four probes"): whether a predecessor's dirty lines are that 10%.
 template <int B, int U, int MINB, int K>
 void read_after_write(const std::vector<Set>& sets, long long n, float* sink, cudaStream_t s, int smem) {
   auto rd = stream<B, U, MINB, K>;
