@@ -15,6 +15,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -28,8 +29,17 @@ namespace {
 // inside one window of grid x B x U vectors at a time
 enum Kind { kCopy, kRead, kWrite, kShareRead };
 
+__device__ __forceinline__ unsigned long long globaltimer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// stamps (may be null): each workgroup's start and end on the global timer, [2 x grid]
 template <int B, int U, int MINB, int K>
-__global__ void __launch_bounds__(B, MINB) stream(const uint4* x, uint4* y, long long n, float* sink) {
+__global__ void __launch_bounds__(B, MINB) stream(const uint4* x, uint4* y, long long n, float* sink,
+                                                  unsigned long long* stamps) {
+  if (stamps && threadIdx.x == 0) stamps[2 * blockIdx.x] = globaltimer_ns();
   float acc = 0.f;
   if constexpr (K == kShareRead) {
     const long long share = (n + gridDim.x - 1) / gridDim.x, lo = blockIdx.x * share, hi = min(n, lo + share);
@@ -42,25 +52,28 @@ __global__ void __launch_bounds__(B, MINB) stream(const uint4* x, uint4* y, long
       for (int u = 0; u < U; ++u)
         if (i0 + u * B < hi) acc += sum8(r[u]);
     }
-    if (acc == 12345.f) sink[blockIdx.x] = acc;
-    return;
-  }
-  const long long step = (long long)gridDim.x * B * U;
-  for (long long i0 = (long long)blockIdx.x * B * U + threadIdx.x; i0 < n; i0 += step) {
-    uint4 r[U];
+  } else {
+    const long long step = (long long)gridDim.x * B * U;
+    for (long long i0 = (long long)blockIdx.x * B * U + threadIdx.x; i0 < n; i0 += step) {
+      uint4 r[U];
 #pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (K != kWrite && i0 + u * B < n) r[u] = x[i0 + u * B];
+      for (int u = 0; u < U; ++u)
+        if (K != kWrite && i0 + u * B < n) r[u] = x[i0 + u * B];
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      if (i0 + u * B < n) {
-        if (K == kCopy) y[i0 + u * B] = r[u];
-        if (K == kRead) acc += sum8(r[u]);
-        if (K == kWrite) y[i0 + u * B] = make_uint4(u, 1, 2, 3);
+      for (int u = 0; u < U; ++u) {
+        if (i0 + u * B < n) {
+          if (K == kCopy) y[i0 + u * B] = r[u];
+          if (K == kRead) acc += sum8(r[u]);
+          if (K == kWrite) y[i0 + u * B] = make_uint4(u, 1, 2, 3);
+        }
       }
     }
   }
-  if (K == kRead && acc == 12345.f) sink[blockIdx.x] = acc;  // never, but the loads are live
+  if ((K == kRead || K == kShareRead) && acc == 12345.f) sink[blockIdx.x] = acc;  // never, but the loads are live
+  if (stamps) {
+    __syncthreads();
+    if (threadIdx.x == 0) stamps[2 * blockIdx.x + 1] = globaltimer_ns();
+  }
 }
 
 struct Set {
@@ -98,7 +111,7 @@ void run(const std::vector<Set>& sets, long long n, bool persistent, double copy
   const long long steps = (n + (long long)B * U - 1) / ((long long)B * U);
   const long long grid = persistent ? (long long)cus * per_sm : steps;
   CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  for (const Set& st : sets) kernel<<<unsigned(grid), B, smem, s>>>(st.x, st.y, n, sink);
+  for (const Set& st : sets) kernel<<<unsigned(grid), B, smem, s>>>(st.x, st.y, n, sink, nullptr);
   const double us = replay_median_us(s, 10, int(sets.size()));
   const double moved = (K == kCopy ? 2.0 : 1.0) * double(n) * 16;
   if (K == kShareRead && !persistent) return;  // one step a workgroup: the same as read
@@ -111,12 +124,13 @@ void run(const std::vector<Set>& sets, long long n, bool persistent, double copy
 
 // `after-write`: a read the way bench.py times the library's kernels, where each launch follows
 // one that wrote a tensor of x's size (the previous replay's y), so the read starts with the L2
-// full of dirty lines that must go back to DRAM while it reads. Each set's write of y then read
-// of x is captured as a pair; the read's time is the pair's less the write's alone, beside the
-// read's alone (each read after another read, as run() times it). Why: the library's channels-
-// last stream forward reads x in its phase 1 at 3.5 TB/s (134 MB) where run()'s reads of the
-// same grid reach 3.9 and the best 4.1 (bench/NOTES.md, "The channels-last stream forward's
-// phase 1: four probes"): whether a predecessor's dirty lines are that 10%.
+// full of dirty lines that must go back to DRAM while it reads; beside it the same read after a
+// read (as run() times it). Each read's own time is its workgroups' first start to last end on
+// the global timer (a difference of graph times would not do: the write before it is itself
+// faster after a read than after a write), the median over 10 replays x the sets. Why: the
+// library's channels-last stream forward reads x in its phase 1 at 3.5 TB/s (134 MB) where
+// run()'s reads of the same grid reach 3.9 and the best 4.1 (bench/NOTES.md, "The channels-last
+// stream forward's phase 1: four probes"): whether a predecessor's dirty lines are that 10%.
 template <int B, int U, int MINB, int K>
 void read_after_write(const std::vector<Set>& sets, long long n, float* sink, cudaStream_t s, int smem) {
   auto rd = stream<B, U, MINB, K>;
@@ -126,22 +140,47 @@ void read_after_write(const std::vector<Set>& sets, long long n, float* sink, cu
   CHECK(cudaFuncSetAttribute(rd, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   CHECK(cudaFuncSetAttribute(wr, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, rd, B, smem));
-  const unsigned grid = unsigned(cus * per_sm);
-  auto timed = [&](bool write, bool read) {
+  const int grid = cus * per_sm, slots = 2 * grid;
+  unsigned long long* stamps;
+  CHECK(cudaMalloc(&stamps, sets.size() * slots * sizeof(unsigned long long)));
+  std::vector<unsigned long long> host(sets.size() * slots);
+  auto read_us = [&](bool after_write) {
     CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-    for (const Set& st : sets) {
-      if (write) wr<<<grid, B, smem, s>>>(st.x, st.y, n, sink);
-      if (read) rd<<<grid, B, smem, s>>>(st.x, st.y, n, sink);
+    for (std::size_t i = 0; i < sets.size(); ++i) {
+      if (after_write) wr<<<grid, B, smem, s>>>(sets[i].x, sets[i].y, n, sink, nullptr);
+      rd<<<grid, B, smem, s>>>(sets[i].x, sets[i].y, n, sink, stamps + i * slots);
     }
-    return replay_median_us(s, 10, int(sets.size()));
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CHECK(cudaStreamEndCapture(s, &g));
+    CHECK(cudaGraphInstantiate(&ge, g, 0));
+    std::vector<double> us;
+    for (int r = 0; r < 13; ++r) {
+      CHECK(cudaGraphLaunch(ge, s));
+      CHECK(cudaStreamSynchronize(s));
+      if (r < 3) continue;  // warm-up
+      CHECK(cudaMemcpy(host.data(), stamps, host.size() * sizeof(host[0]), cudaMemcpyDeviceToHost));
+      for (std::size_t i = 0; i < sets.size(); ++i) {
+        unsigned long long lo = ~0ull, hi = 0;
+        for (int b = 0; b < grid; ++b) {
+          lo = std::min(lo, host[i * slots + 2 * b]);
+          hi = std::max(hi, host[i * slots + 2 * b + 1]);
+        }
+        us.push_back(double(hi - lo) / 1e3);
+      }
+    }
+    CHECK(cudaGraphExecDestroy(ge));
+    CHECK(cudaGraphDestroy(g));
+    std::sort(us.begin(), us.end());
+    return us[us.size() / 2];
   };
-  const double pair = timed(true, true), write = timed(true, false), read = timed(false, true);
+  const double after_write = read_us(true), after_read = read_us(false);
   const double mb = double(n) * 16 / 1e6;
-  std::printf("  %-10s B %4d U %d, %u workgroups: after a write %7.1f us (%.2f TB/s; the pair %.1f less the write %.1f), "
-              "after a read %7.1f us (%.2f TB/s)\n",
-              K == kRead ? "read" : "share read", B, U, grid, pair - write, mb / (pair - write) / 1e6, pair, write, read,
-              mb / read / 1e6);
+  std::printf("  %-10s B %4d U %d, %d workgroups: after a write %7.1f us (%.2f TB/s), after a read %7.1f us (%.2f TB/s)\n",
+              K == kRead ? "read" : "share read", B, U, grid, after_write, mb / after_write / 1e6, after_read,
+              mb / after_read / 1e6);
   std::fflush(stdout);
+  CHECK(cudaFree(stamps));
 }
 
 }  // namespace
