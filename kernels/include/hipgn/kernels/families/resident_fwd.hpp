@@ -399,10 +399,9 @@ __device__ __forceinline__ void vectors_to_groups(const float* mean, const float
             block = int(blockDim.x);
   // ts (a team's threads) and tj are powers of two known only at run time: placed by shifts and
   // masks, as a division by them is ~20 dependent integer instructions on this chain (SASS)
-  constexpr int kLogWarp = kWarpSize == 64 ? 6 : 5;
-  int lts = kLogWarp;
+  int lts = kLogWarpSize;
   while (lts > 0 && ((1 << lts) / 2 >= entries || (block >> lts) < groups)) --lts;
-  if (lts == kLogWarp)
+  if (lts == kLogWarpSize)
     while ((2 << lts) * groups <= block && (2 << lts) <= entries) ++lts;
   const int ts = 1 << lts, team = t >> lts, tl = t & (ts - 1), teams = block >> lts;
   // a team's threads as tj entries of a lane (the power of two that covers them, or the team)
