@@ -437,8 +437,12 @@ inline constexpr std::int64_t kStreamCfWavesFromHeld = 4;
 // (3 groups), 0.85-0.87 with 12-16 MB (4); vae_1024x128 (8.4 MB groups) 0.96 with none (3
 // groups), 0.87-0.90 with 6-9 MB (4), 0.92-0.93 with 12-16 MB (5); vae_512x256 0.92-0.94 with
 // any; the 67 MB shapes, below kStreamCfWavesFromHeld, unchanged (0.99-1.02). A sixth (8.7 MB)
-// packs as 9 MB did, 0.94x in geomean over the five shapes.
-inline constexpr std::int64_t kStreamCfWaveL2Share = 6;
+// packs as 9 MB did, 0.94x in geomean over the five shapes. Since the kernel's loads and stores
+// of lines it will not read again go first out of the L2 (eviction hints), a third keeps up: H200,
+// fp16, against a sixth (both hinted): vae_512x256 0.97, video_5d 0.92-0.94, vae_1024x128
+// 1.03 (two rounds; a half 0.97 / 0.95 / 1.00, a quarter 1.00 / 0.91 / 1.03; bench/NOTES.md,
+// "Eviction hints").
+inline constexpr std::int64_t kStreamCfWaveL2Share = 3;
 // Its workspace's float4 slots: a wave's slot per (share, group) pair at share + its group in
 // the wave, in area wave % 2 (phase 1 of a wave writes its slots while others may still merge
 // the previous wave's); one area of items + 1 + N * G where the tensor is one wave.

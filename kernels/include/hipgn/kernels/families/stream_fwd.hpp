@@ -316,6 +316,10 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
   // holds, first, and the held rows (an item's first) last; written first, their y pushed those
   // rows out of the L2 before they were read again (1.15x, bench/NOTES.md, "Phase 3 from a
   // count", which also measured chunks handed out at run time in place of these fixed shares).
+  // x's rows read here and y's written are not read again by this launch: their lines go
+  // first when the L2 needs room, and the rows phase 1 read last stay for this loop to find
+  // (0.93-0.94x at 42-67 MB, level at 21 MB and past 134 MB: bench/NOTES.md, "Eviction hints")
+  const L2Policy spent = l2_policy<L2Evict::first>();
   const int first = int(blockIdx.x), step = int(gridDim.x);
   for (int item = first + (items - 1 - first) / step * step; item >= 0; item -= step) {
     std::int64_t base;
@@ -333,7 +337,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
 #pragma unroll
         for (int j = 0; j < E; ++j)
           if (cols[j] >= 0 && m - u >= 0)
-            raw[u][j] = m - u < keep ? held[((m - u) * E + j) * B + t] : src[(m - u) * lane_stride + cols[j]];
+            raw[u][j] = m - u < keep ? held[((m - u) * E + j) * B + t] : load_global(src + (m - u) * lane_stride + cols[j], spent);
     };
 
     // the item's per-channel scale and shift, once in shared memory: a thread per channel
@@ -375,7 +379,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
             widen(from_bits<VecT>(raw[u][j]), v);
 #pragma unroll
             for (int i = 0; i < V; ++i) v[i] = activate<Traits::kActivation>(fmaf(v[i], sc[j][i], sh[j][i]), p.swish_beta);
-            dst[(m - u) * lane_stride + cols[j]] = narrow<T, V>(v);
+            store_global(dst + (m - u) * lane_stride + cols[j], narrow<T, V>(v), spent);
           }
         }
     }

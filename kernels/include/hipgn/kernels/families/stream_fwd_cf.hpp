@@ -157,6 +157,11 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
   auto row_count = [&](const FlatShares<V>& f, int share) {
     return int(floor_div(f.end(share) - 1, hw, p.spatial_rcp) - first_row(f, share)) + 1;
   };
+  // Lines this launch will not read again go first when the L2 needs room: x's held vectors
+  // (phase 1), x's second read and y (phase 2). So the part of a share read twice stays in the
+  // L2 for phase 2, and a wave may take more of it (kStreamCfWaveL2Share): 0.88-0.98x at 21-335
+  // MB (bench/NOTES.md, "Eviction hints").
+  const L2Policy spent = l2_policy<L2Evict::first>();
   PhaseClock<7> phases;  // bench/phase_times.sh: phase 1's sums | its batch reductions (and the
                         // table) | barrier | phase 2's merges | its writes | phase 1 before its
                         // share loop (from the start) | phase 2's share setup (and its table),
@@ -190,7 +195,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
               VecT raw[U];
 #pragma unroll
               for (int u = 0; u < U; ++u)
-                if (q0 + u * B < qb) raw[u] = src[q0 + u * B];
+                if (q0 + u * B < qb) raw[u] = decltype(keep)::value ? load_global(src + q0 + u * B, spent) : src[q0 + u * B];
 #pragma unroll
               for (int u = 0; u < U; ++u) {
                 if (q0 + u * B < qb) {
@@ -290,7 +295,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
 #pragma unroll
               for (int u = 0; u < U; ++u) {
                 const int q = q0 + u * B;
-                if (q < qb) raw[u] = decltype(from_held)::value ? held[k0 + q] : src[q];
+                if (q < qb) raw[u] = decltype(from_held)::value ? held[k0 + q] : load_global(src + q, spent);
               }
 #pragma unroll
               for (int u = 0; u < U; ++u) {
@@ -315,7 +320,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
                     }
                   }
                   activate_all<Traits::kActivation>(v, p.swish_beta);
-                  dst[q] = narrow<T, V>(v);
+                  store_global(dst + q, narrow<T, V>(v), spent);
                 }
               }
             }

@@ -48,6 +48,61 @@ __device__ __forceinline__ void store_global(T* p, const Vec<T, N>& r) {
   *reinterpret_cast<Vec<T, N>*>(p) = r;
 }
 
+// Where an access's line ranks when the L2 picks one to evict: `first` for a line the launch
+// will not read again (y; x it holds on chip), `last` for one it will (x it reads twice),
+// `normal` as a plain access. On NVIDIA a cache-policy operand (createpolicy, sm_80 and later:
+// sm_90's direct .L2::evict_* qualifiers take only 32-byte accesses); elsewhere the accesses
+// below are plain ones and the policy is unused. A value in a register, so a loop may pick one
+// per access.
+struct L2Policy {
+  std::uint64_t bits;
+};
+enum class L2Evict { normal, first, last };
+template <L2Evict E>
+__device__ __forceinline__ L2Policy l2_policy() {
+  std::uint64_t bits = 0;
+#if defined(__CUDA_ARCH__)
+  if constexpr (E == L2Evict::first) asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(bits));
+  else if constexpr (E == L2Evict::last) asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(bits));
+  else asm("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(bits));
+#endif
+  return L2Policy{bits};
+}
+
+// A 16-byte value (a vector, or its Bits) loaded from and stored to global memory as one access
+// under an L2 policy; other sizes as plain accesses.
+template <typename V>
+__device__ __forceinline__ V load_global(const V* p, L2Policy pol) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (sizeof(V) == 16) {
+    uint4 w;
+    asm volatile("ld.global.L2::cache_hint.v4.b32 {%0, %1, %2, %3}, [%4], %5;"
+                 : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
+                 : "l"(p), "l"(pol.bits));
+    V r;
+    __builtin_memcpy(&r, &w, 16);
+    return r;
+  }
+#endif
+  (void)pol;
+  return *p;
+}
+template <typename V>
+__device__ __forceinline__ void store_global(V* p, const V& r, L2Policy pol) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (sizeof(V) == 16) {
+    uint4 w;
+    __builtin_memcpy(&w, &r, 16);
+    asm volatile("st.global.L2::cache_hint.v4.b32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p), "r"(w.x), "r"(w.y), "r"(w.z),
+                 "r"(w.w), "l"(pol.bits)
+                 : "memory");
+    return;
+  }
+#endif
+  (void)pol;
+  *p = r;
+}
+
 template <int N, typename T>
 __device__ __forceinline__ void load_vec(const T* p, float (&out)[N]) {
   const Vec<T, N> r = *reinterpret_cast<const Vec<T, N>*>(p);
