@@ -177,8 +177,8 @@ void read_after_write(const std::vector<Set>& sets, long long n, float* sink, cu
   const double after_write = read_us(true), after_read = read_us(false);
   const double mb = double(n) * 16 / 1e6;
   std::printf("  %-10s B %4d U %d, %d workgroups: after a write %7.1f us (%.2f TB/s), after a read %7.1f us (%.2f TB/s)\n",
-              K == kRead ? "read" : "share read", B, U, grid, after_write, mb / after_write / 1e6, after_read,
-              mb / after_read / 1e6);
+              K == kRead ? "read" : "share read", B, U, grid, after_write, mb / after_write, after_read,
+              mb / after_read);  // MB / us = TB/s
   std::fflush(stdout);
   CHECK(cudaFree(stamps));
 }
