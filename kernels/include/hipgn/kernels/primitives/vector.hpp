@@ -69,18 +69,29 @@ __device__ __forceinline__ L2Policy l2_policy() {
   return L2Policy{bits};
 }
 
-// A 16-byte value (a vector, or its Bits) loaded from and stored to global memory as one access
-// under an L2 policy; other sizes as plain accesses.
+// A value of 16, 8 or 4 bytes (a vector, or its Bits) loaded from or stored to global memory as
+// one access under an L2 policy (one access, as store_global above: nvcc's own code for a
+// vector's store could come out in pieces).
 template <typename V>
 __device__ __forceinline__ V load_global(const V* p, L2Policy pol) {
 #if defined(__CUDA_ARCH__)
+  V r;
   if constexpr (sizeof(V) == 16) {
     uint4 w;
     asm volatile("ld.global.L2::cache_hint.v4.b32 {%0, %1, %2, %3}, [%4], %5;"
                  : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
                  : "l"(p), "l"(pol.bits));
-    V r;
     __builtin_memcpy(&r, &w, 16);
+    return r;
+  } else if constexpr (sizeof(V) == 8) {
+    uint2 w;
+    asm volatile("ld.global.L2::cache_hint.v2.b32 {%0, %1}, [%2], %3;" : "=r"(w.x), "=r"(w.y) : "l"(p), "l"(pol.bits));
+    __builtin_memcpy(&r, &w, 8);
+    return r;
+  } else if constexpr (sizeof(V) == 4) {
+    unsigned w;
+    asm volatile("ld.global.L2::cache_hint.b32 %0, [%1], %2;" : "=r"(w) : "l"(p), "l"(pol.bits));
+    __builtin_memcpy(&r, &w, 4);
     return r;
   }
 #endif
@@ -96,6 +107,16 @@ __device__ __forceinline__ void store_global(V* p, const V& r, L2Policy pol) {
     asm volatile("st.global.L2::cache_hint.v4.b32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p), "r"(w.x), "r"(w.y), "r"(w.z),
                  "r"(w.w), "l"(pol.bits)
                  : "memory");
+    return;
+  } else if constexpr (sizeof(V) == 8) {
+    uint2 w;
+    __builtin_memcpy(&w, &r, 8);
+    asm volatile("st.global.L2::cache_hint.v2.b32 [%0], {%1, %2}, %3;" ::"l"(p), "r"(w.x), "r"(w.y), "l"(pol.bits) : "memory");
+    return;
+  } else if constexpr (sizeof(V) == 4) {
+    unsigned w;
+    __builtin_memcpy(&w, &r, 4);
+    asm volatile("st.global.L2::cache_hint.b32 [%0], %1, %2;" ::"l"(p), "r"(w), "l"(pol.bits) : "memory");
     return;
   }
 #endif
