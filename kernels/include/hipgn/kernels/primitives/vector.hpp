@@ -54,6 +54,9 @@ __device__ __forceinline__ void store_global(T* p, const Vec<T, N>& r) {
 // sm_90's direct .L2::evict_* qualifiers take only 32-byte accesses); elsewhere the accesses
 // below are plain ones and the policy is unused. A value in a register, so a loop may pick one
 // per access.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define HIPGN_L2_POLICY 1
+#endif
 struct L2Policy {
   std::uint64_t bits;
 };
@@ -61,7 +64,7 @@ enum class L2Evict { normal, first, last };
 template <L2Evict E>
 __device__ __forceinline__ L2Policy l2_policy() {
   std::uint64_t bits = 0;
-#if defined(__CUDA_ARCH__)
+#if defined(HIPGN_L2_POLICY)
   if constexpr (E == L2Evict::first) asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(bits));
   else if constexpr (E == L2Evict::last) asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(bits));
   else asm("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(bits));
@@ -74,7 +77,7 @@ __device__ __forceinline__ L2Policy l2_policy() {
 // vector's store could come out in pieces).
 template <typename V>
 __device__ __forceinline__ V load_global(const V* p, L2Policy pol) {
-#if defined(__CUDA_ARCH__)
+#if defined(HIPGN_L2_POLICY)
   V r;
   if constexpr (sizeof(V) == 16) {
     uint4 w;
@@ -100,7 +103,7 @@ __device__ __forceinline__ V load_global(const V* p, L2Policy pol) {
 }
 template <typename V>
 __device__ __forceinline__ void store_global(V* p, const V& r, L2Policy pol) {
-#if defined(__CUDA_ARCH__)
+#if defined(HIPGN_L2_POLICY)
   if constexpr (sizeof(V) == 16) {
     uint4 w;
     __builtin_memcpy(&w, &r, 16);
