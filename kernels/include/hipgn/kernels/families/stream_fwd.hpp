@@ -319,7 +319,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
   // x's rows read here and y's written are not read again by this launch: their lines go
   // first when the L2 needs room, and the rows phase 1 read last stay for this loop to find
   // (0.93-0.94x at 42-67 MB, level at 21 MB and past 134 MB: bench/NOTES.md, "Eviction hints")
-  const L2Policy spent = l2_policy<L2Evict::first>();
+  const L2Policy spent = l2_evict_first();
   const int first = int(blockIdx.x), step = int(gridDim.x);
   for (int item = first + (items - 1 - first) / step * step; item >= 0; item -= step) {
     std::int64_t base;

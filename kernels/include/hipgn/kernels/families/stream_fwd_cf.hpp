@@ -161,7 +161,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
   // (phase 1), x's second read and y (phase 2). So the part of a share read twice stays in the
   // L2 for phase 2, and a wave may take more of it (kStreamCfWaveL2Share): 0.88-0.98x at 21-335
   // MB (bench/NOTES.md, "Eviction hints").
-  const L2Policy spent = l2_policy<L2Evict::first>();
+  const L2Policy spent = l2_evict_first();
   PhaseClock<7> phases;  // bench/phase_times.sh: phase 1's sums | its batch reductions (and the
                         // table) | barrier | phase 2's merges | its writes | phase 1 before its
                         // share loop (from the start) | phase 2's share setup (and its table),

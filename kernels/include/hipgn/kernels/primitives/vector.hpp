@@ -48,26 +48,22 @@ __device__ __forceinline__ void store_global(T* p, const Vec<T, N>& r) {
   *reinterpret_cast<Vec<T, N>*>(p) = r;
 }
 
-// Where an access's line ranks when the L2 picks one to evict: `first` for a line the launch
-// will not read again (y; x it holds on chip), `last` for one it will (x it reads twice),
-// `normal` as a plain access. On NVIDIA a cache-policy operand (createpolicy, sm_80 and later:
-// sm_90's direct .L2::evict_* qualifiers take only 32-byte accesses); elsewhere the accesses
-// below are plain ones and the policy is unused. A value in a register, so a loop may pick one
-// per access.
+// An L2 eviction policy for the accesses below: evict_first marks a line the launch will not read
+// again (y; x held on chip or read for the last time), so the L2 gives it up before lines still
+// wanted. On NVIDIA a cache-policy operand (createpolicy, sm_80 and later: sm_90's direct
+// .L2::evict_first qualifier takes only 32-byte accesses); elsewhere the accesses are plain and
+// the policy unused. A value in a register, made once a kernel. (Evict-last for lines
+// read again measured level in the stream forwards: bench/NOTES.md, "Eviction hints".)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define HIPGN_L2_POLICY 1
 #endif
 struct L2Policy {
   std::uint64_t bits;
 };
-enum class L2Evict { normal, first, last };
-template <L2Evict E>
-__device__ __forceinline__ L2Policy l2_policy() {
+__device__ __forceinline__ L2Policy l2_evict_first() {
   std::uint64_t bits = 0;
 #if defined(HIPGN_L2_POLICY)
-  if constexpr (E == L2Evict::first) asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(bits));
-  else if constexpr (E == L2Evict::last) asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(bits));
-  else asm("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(bits));
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(bits));
 #endif
   return L2Policy{bits};
 }
