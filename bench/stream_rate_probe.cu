@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "hipgn/kernels/primitives/phase_clock.hpp"
 #include "probe_check.hpp"
 
 namespace {
@@ -29,17 +30,11 @@ namespace {
 // inside one window of grid x B x U vectors at a time
 enum Kind { kCopy, kRead, kWrite, kShareRead };
 
-__device__ __forceinline__ unsigned long long globaltimer_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
 // stamps (may be null): each workgroup's start and end on the global timer, [2 x grid]
 template <int B, int U, int MINB, int K>
 __global__ void __launch_bounds__(B, MINB) stream(const uint4* x, uint4* y, long long n, float* sink,
                                                   unsigned long long* stamps) {
-  if (stamps && threadIdx.x == 0) stamps[2 * blockIdx.x] = globaltimer_ns();
+  if (stamps && threadIdx.x == 0) stamps[2 * blockIdx.x] = hipgn::kernels::global_timer_ns();
   float acc = 0.f;
   if constexpr (K == kShareRead) {
     const long long share = (n + gridDim.x - 1) / gridDim.x, lo = blockIdx.x * share, hi = min(n, lo + share);
@@ -72,7 +67,7 @@ __global__ void __launch_bounds__(B, MINB) stream(const uint4* x, uint4* y, long
   if ((K == kRead || K == kShareRead) && acc == 12345.f) sink[blockIdx.x] = acc;  // never, but the loads are live
   if (stamps) {
     __syncthreads();
-    if (threadIdx.x == 0) stamps[2 * blockIdx.x + 1] = globaltimer_ns();
+    if (threadIdx.x == 0) stamps[2 * blockIdx.x + 1] = hipgn::kernels::global_timer_ns();
   }
 }
 

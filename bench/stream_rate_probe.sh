@@ -4,5 +4,5 @@
 # bench.py times the library's kernels). Needs nvcc (sm_90).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-nvcc -O3 -std=c++17 -arch=sm_90 bench/stream_rate_probe.cu -o /tmp/stream_rate_probe
+nvcc -O3 -std=c++17 -arch=sm_90 -I kernels/include bench/stream_rate_probe.cu -o /tmp/stream_rate_probe
 /tmp/stream_rate_probe "$@"

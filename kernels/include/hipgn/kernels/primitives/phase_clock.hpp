@@ -15,6 +15,16 @@
 
 namespace hipgn::kernels {
 
+// The GPU's global timer in ns (NVIDIA; 0 elsewhere): comparable across workgroups, where
+// clock64() counts one compute unit's cycles. Also the probes' (bench/stream_rate_probe.cu).
+__device__ __forceinline__ unsigned long long global_timer_ns() {
+  unsigned long long t = 0;
+#if defined(__CUDA_ARCH__)
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+#endif
+  return t;
+}
+
 // kIntervals intervals (at most 8): lap(i) adds the cycles since the previous lap (or the
 // start) to interval i, so a lap inside a loop over items sums that step over the workgroup's
 // items. Every thread of the workgroup calls lap() at the same points.
@@ -25,14 +35,7 @@ struct PhaseClock {
   long long sum[kIntervals] = {};
   long long last;
   unsigned long long start_ns;
-  __device__ static unsigned long long now_ns() {
-    unsigned long long t = 0;
-#if defined(__CUDA_ARCH__)
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-#endif
-    return t;
-  }
-  __device__ PhaseClock() { last = clock64(), start_ns = now_ns(); }
+  __device__ PhaseClock() { last = clock64(), start_ns = global_timer_ns(); }
   // lap(i) once `held` (registers a load fills) has arrived: a lap alone does not wait for
   // loads, whose first use the compiler may place after it
   template <typename H, int N>
@@ -63,7 +66,7 @@ struct PhaseClock {
     for (int i = 0; i < kIntervals; ++i) d[i] = sum[i];
     // then the workgroup's start and end on the GPU's global timer (ns): the launch's skew
     printf("phase_times %s block %d of %d: %lld %lld %lld %lld %lld %lld %lld %lld %llu %llu\n", kernel,
-           int(blockIdx.x), int(gridDim.x), d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], start_ns, now_ns());
+           int(blockIdx.x), int(gridDim.x), d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], start_ns, global_timer_ns());
   }
 #else
   __device__ __forceinline__ void lap(int) {}
