@@ -430,9 +430,11 @@ TEST(Heuristics, SplitForwardTakes4096ElementSlicesOutsideTheBandOf8192) {
               "gn_fwd_f16_f16_cf_swish_split_b256_v8_e4");
 }
 
-TEST(Heuristics, ChannelsFirstStreamForwardTakesOneWorkgroupACuUpTo192Kb) {
-  // sd15_64x960 (15.7 MB, 119 KB a compute unit): 512 x e2; vae_256x512 (67 MB): 512 x e1
-  for (const auto& [s, per_thread] : {std::pair{Shape{2, 960, {64, 64}, 32}, 2}, std::pair{Shape{1, 512, {256, 256}, 32}, 1}}) {
+TEST(Heuristics, ChannelsFirstStreamForwardTakesOneWorkgroupACuUpTo140Kb) {
+  // det_50x84x1024 (17.2 MB, 127 KB a compute unit): 512 x e2; sdxl_128x320 (21 MB, 155 KB) and
+  // vae_256x512 (67 MB): 512 x e1 (heuristics.cpp, kStreamCfFwdOneGroupBytesPerCu)
+  for (const auto& [s, per_thread] : {std::pair{Shape{2, 1024, {50, 84}, 32}, 2}, std::pair{Shape{2, 320, {128, 128}, 32}, 1},
+                                      std::pair{Shape{1, 512, {256, 256}, 32}, 1}}) {
     const Problem p = make_problem(s, DataType::f16, DataType::f16, Layout::channels_first, Activation::swish);
     bool both = false;
     for (const Instance* i : Registry::global().bucket(Key::of(p)))

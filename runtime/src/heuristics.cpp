@@ -87,7 +87,10 @@ constexpr std::int64_t kResidentCfPortableSlices = 8;
 // The channels-first forward's stream family from this many bytes of x a compute unit (below),
 // and up to which its instance of one 512-thread workgroup a compute unit (per_thread 2) wins.
 constexpr double kStreamCfFwdBytesPerCu = 60 << 10;
-constexpr double kStreamCfFwdOneGroupBytesPerCu = 192 << 10;
+constexpr double kStreamCfFwdOneGroupBytesPerCu = 140 << 10;
+// The channels-first onchip forward of few large groups in parts below this many bytes of x a
+// compute unit (below).
+constexpr double kOnchipCfFwdLargeGroupsBytesPerCu = 120 << 10;
 // The channels-last backward's stream family from this many bytes of x a compute unit (below).
 constexpr double kStreamBwdBytesPerCu = 32 << 10;
 // Below this many bytes of x a compute unit, the channels-last backward splits few groups at
@@ -307,10 +310,16 @@ RuleTables sm_90() {
       // split 128 x 8 x 4's 15.25 / 15.54 and 15.25 / 15.59; not parts of 16K, all a portable
       // cluster's 8 allows there (HIPGN_CLUSTERS=portable: 256 x 8 x 8 in 5 16.03 / 16.16 and
       // 16.14 / 15.89 against 15.61 / 15.94 and 15.70 / 16.06), nor rows that peel (det_25x42x2048,
-      // 65 KB: 256 x 8 x 4 in 9 16.26 / 16.12 against stream 15.24 / 15.83).
-      Rule{Family::onchip, 1.0, kSplitCfFwdGroupElements, "channels-first, few large 16-bit groups, 60-96 KB a compute unit: a thread-block cluster a group, in parts of up to 8K elements",
+      // 65 KB: 256 x 8 x 4 in 9 16.26 / 16.12 against stream 15.24 / 15.83). Up to 120 KB since
+      // the stream forward's eviction hints (H200, bench.py --best, 2026-11-30, thirty-first
+      // session; bench/NOTES.md, "The heuristic after the eviction hints"): sd15_64x960 (116 KB,
+      // 64 groups of 122880 in 15 parts) 256 x 8 x 4 18.94 / 19.14 us against stream 19.33 /
+      // 20.25; not odd_1d_8191_c256 (124 KB, 64 groups of 65528 in 8) 21.05 / 23.42 against
+      // stream 20.34 / 21.48; the groups of vae_128x512 and det_50x84x1024 (124-127 KB) take more
+      // than 16 such parts.
+      Rule{Family::onchip, 1.0, kSplitCfFwdGroupElements, "channels-first, few large 16-bit groups, 60-120 KB a compute unit: a thread-block cluster a group, in parts of up to 8K elements",
            kOnchipCfFwdPartsMaxElements, Rule::kChannelsFirst}
-          .bytes_per_cu(kStreamCfFwdBytesPerCu, kSmallBytesPerCu)
+          .bytes_per_cu(kStreamCfFwdBytesPerCu, kOnchipCfFwdLargeGroupsBytesPerCu)
           .vector_bytes(16)
           .group_runs(16)
           .chunks_of_at_most(kOnchipCfFwdLargeGroupPartElements)
@@ -847,10 +856,13 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
   }
   if (describe(x.family).streams && p.op == Op::fwd) {
     // Channels-first: per_thread 2 (one workgroup of 512 threads a compute unit, ~190 KB of x
-    // held) up to 192 KB of x a compute unit (sd15_64x640 19.8 us against 20.3 at two;
-    // sdxl_128x320 27.9 against 27.9; det_25x42x2048 19.0 against 20.0), 1 from there
-    // (vae_256x512 74.8 against 77.0; sdxl_128x960 71.7 against 72.5; vae_512x256 150.9
-    // against 157.2). Channels-last: one column vector a thread where the row allows it. Two
+    // held) up to 140 KB of x a compute unit, 1 from there. H100 (2026-11-26): sd15_64x640 19.8
+    // us against 20.3 at two; sdxl_128x320 27.9 against 27.9; det_25x42x2048 19.0 against 20.0;
+    // vae_256x512 74.8 against 77.0; sdxl_128x960 71.7 against 72.5; vae_512x256 150.9 against
+    // 157.2. Since the eviction hints (H200, fp16 / bf16, bench.py --best, 2026-11-30; bench/
+    // NOTES.md, "The heuristic after the eviction hints") one wins from 150 KB: sdxl_128x320,
+    // sdxl_64x1280, odd_61x67_c1280, sdxl_latent_152x104 (150-155 KB) by 1.0-4.3%; at 116-127
+    // KB the two are within 1.2% but for vae_128x512 fp16 (e1 19.61 us against 20.54). Channels-last: one column vector a thread where the row allows it. Two
     // (half the workgroups, each with twice the loads in flight) won below 100 KB a compute
     // unit while every item paid ~4 us of bank-conflicted reductions; since those are gone
     // (bench/NOTES.md, "The channels-last stream kernels' per-item costs") one wins there too
