@@ -1,13 +1,19 @@
 """Compares two bench.py results (A, B) problem by problem: hipgn's dispatched time, the fastest
 instance, and with --best every instance both timed (the family's instances by default).
 
-    python3 bench/ab_compare.py A/latest.json B/latest.json [--family resident]
+    python3 bench/ab_compare.py A/latest.json B/latest.json [--family resident] [--control REGEX]
+
+--control names (a regular expression over A's dispatched instance) the rows the change does not
+touch: their geomean is the run's drift between B's run and A's (~2% either way in one round,
+bench/NOTES.md "Eviction hints in the backwards"), and the other rows' geomean is also given
+divided by it.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import math
+import re
 
 
 def rows(path):
@@ -19,9 +25,10 @@ def main():
     ap.add_argument("a")
     ap.add_argument("b")
     ap.add_argument("--family", default="resident", help="instances of this family are listed one by one")
+    ap.add_argument("--control", help="rows whose A instance matches this regular expression are untouched by the change")
     args = ap.parse_args()
     a, b = rows(args.a), rows(args.b)
-    ratios = []
+    ratios, control = [], []
     print(f"{'problem':44} {'copy':>6} {'A':>7} {'B':>7} {'A/B':>5}  {'A best':>7} {'B best':>7}  A's instance; "
           f"{args.family} instances A/B us")
     failed = []
@@ -30,7 +37,7 @@ def main():
         if "hipgn" not in ra or "hipgn" not in rb:  # bench.py records a run that failed with its error
             failed.append(f"{' '.join(key)}: {ra.get('error') or rb.get('error') or 'no time'}")
             continue
-        ratios.append(ra["hipgn"] / rb["hipgn"])
+        (control if args.control and re.search(args.control, ra["hipgn_name"]) else ratios).append(ra["hipgn"] / rb["hipgn"])
         fam = []
         ia, ib = dict(ra.get("instances", [])), dict(rb.get("instances", []))
         for name in sorted(ia.keys() & ib.keys()):
@@ -42,9 +49,15 @@ def main():
               f"{ra['hipgn_name'].split('_', 6)[-1]}; {', '.join(fam)}")
     for line in failed:
         print(f"not compared (a side did not run): {line}")
+    def geomean(r):
+        return math.exp(sum(map(math.log, r)) / len(r))
+
     if ratios:
-        print(f"A/B geomean of hipgn's time over {len(ratios)} problems: "
-              f"{math.exp(sum(map(math.log, ratios)) / len(ratios)):.3f}")
+        print(f"A/B geomean of hipgn's time over {len(ratios)} problems{' the change touches' if args.control else ''}: "
+              f"{geomean(ratios):.3f}")
+    if control:
+        print(f"A/B geomean over the {len(control)} control problems (untouched, the run's drift): {geomean(control):.3f}"
+              + (f"; the touched ones divided by it: {geomean(ratios) / geomean(control):.3f}" if ratios else ""))
 
 
 if __name__ == "__main__":

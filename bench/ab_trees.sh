@@ -15,7 +15,9 @@
 # the last call's value: name every option you narrow), in parallel; A's instance tests of
 # TEST_FILTER run; then bench.py with BENCH_ARGS, B then A, ROUNDS times (run-to-run spread
 # shows between rounds), each round's comparison printed by bench/ab_compare.py (with --best in
-# BENCH_ARGS, AB_FAMILY's instances one by one: default resident). Logs under $OUT, in one archive
+# BENCH_ARGS, AB_FAMILY's instances one by one: default resident; AB_CONTROL, a regular
+# expression over the dispatched instance, names the rows the change does not touch, whose
+# geomean is the run's drift: ab_compare.py --control). Logs under $OUT, in one archive
 # (ab_logs.tar.xz).
 set -uo pipefail
 OUT=${OUT:-/tmp/hipgn-out}
@@ -52,7 +54,8 @@ if [ -n "${BENCH_ARGS:-}" ]; then
       PYTHONUNBUFFERED=1 timeout ${BENCH_TIMEOUT:-200} python3 bench/bench.py --lib /tmp/ab_$side/runtime/libhipgn.so \
         --out /tmp/ab_res_$side$round $BENCH_ARGS > "$OUT/bench_$side$round.log" 2>&1 || tail -5 "$OUT/bench_$side$round.log"
     done
-    python3 bench/ab_compare.py /tmp/ab_res_a$round/latest.json /tmp/ab_res_b$round/latest.json --family ${AB_FAMILY:-resident}
+    python3 bench/ab_compare.py /tmp/ab_res_a$round/latest.json /tmp/ab_res_b$round/latest.json --family ${AB_FAMILY:-resident} \
+      ${AB_CONTROL:+--control "$AB_CONTROL"}
   done
   cp /tmp/ab_res_a1/latest.json "$OUT/a1.json"
   cp /tmp/ab_res_b1/latest.json "$OUT/b1.json"
