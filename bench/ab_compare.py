@@ -16,6 +16,10 @@ import math
 import re
 
 
+def geomean(r):
+    return math.exp(sum(map(math.log, r)) / len(r))
+
+
 def rows(path):
     return {(r["name"], r["dtype"], r["layout"], r["op"]): r for r in json.load(open(path))["rows"]}
 
@@ -49,9 +53,6 @@ def main():
               f"{ra['hipgn_name'].split('_', 6)[-1]}; {', '.join(fam)}")
     for line in failed:
         print(f"not compared (a side did not run): {line}")
-    def geomean(r):
-        return math.exp(sum(map(math.log, r)) / len(r))
-
     if ratios:
         print(f"A/B geomean of hipgn's time over {len(ratios)} problems{' the change touches' if args.control else ''}: "
               f"{geomean(ratios):.3f}")

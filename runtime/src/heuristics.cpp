@@ -299,7 +299,7 @@ RuleTables sm_90() {
       Rule{Family::looped, kAny, 0, "channels-first, a small tensor, groups below 64 elements: a workgroup per group",
            63, Rule::kChannelsFirst}
           .bytes_per_cu(0, kStreamCfFwdBytesPerCu),
-      // Channels-first, few groups of 60K elements or more from 60 KB to 96 KB of x a compute unit
+      // Channels-first, few groups of 60K elements or more from 60 KB to 120 KB of x a compute unit
       // (the split rule's problems past the small tensors' onchip rules), runs of 16-byte vectors:
       // the onchip forward's instances of up to 8K elements a workgroup, in parts (where a
       // cluster holds them; the fewer rounds of clusters that better() puts first would take 16K
@@ -861,8 +861,9 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     // vae_256x512 74.8 against 77.0; sdxl_128x960 71.7 against 72.5; vae_512x256 150.9 against
     // 157.2. Since the eviction hints (H200, fp16 / bf16, bench.py --best, 2026-11-30; bench/
     // NOTES.md, "The heuristic after the eviction hints") one wins from 150 KB: sdxl_128x320,
-    // sdxl_64x1280, odd_61x67_c1280, sdxl_latent_152x104 (150-155 KB) by 1.0-4.3%; at 116-127
-    // KB the two are within 1.2% but for vae_128x512 fp16 (e1 19.61 us against 20.54). Channels-last: one column vector a thread where the row allows it. Two
+    // sdxl_64x1280, odd_61x67_c1280, sdxl_latent_152x104 (150-155 KB) by 1.0-4.3%; at 58-127
+    // KB the two are within 1.6% but for vae_128x512 fp16 (e1 19.61 us against 20.54).
+    // Channels-last: one column vector a thread where the row allows it. Two
     // (half the workgroups, each with twice the loads in flight) won below 100 KB a compute
     // unit while every item paid ~4 us of bank-conflicted reductions; since those are gone
     // (bench/NOTES.md, "The channels-last stream kernels' per-item costs") one wins there too
