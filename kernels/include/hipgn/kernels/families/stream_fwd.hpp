@@ -318,7 +318,9 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
   // count", which also measured chunks handed out at run time in place of these fixed shares).
   // x's rows read here and y's written are not read again by this launch: their lines go
   // first when the L2 needs room, and the rows phase 1 read last stay for this loop to find
-  // (0.93-0.94x at 42-67 MB, level at 21 MB and past 134 MB: bench/NOTES.md, "Eviction hints")
+  // (0.93-0.94x at 42-67 MB in one A/B round, level at 21 MB and past 134 MB: bench/NOTES.md,
+  // "Eviction hints"; re-timed beside the copy, level in % of copy: "The heuristic after the
+  // eviction hints")
   const L2Policy spent = l2_evict_first();
   const int first = int(blockIdx.x), step = int(gridDim.x);
   for (int item = first + (items - 1 - first) / step * step; item >= 0; item -= step) {
