@@ -42,6 +42,8 @@ for side in a b; do
 done
 wait
 for side in a b; do [ -f /tmp/ab_$side/runtime/libhipgn.so ] || { echo "ab_trees: build $side failed"; exit 1; }; done
+# a variant that spills where B does not is timed with its spills (scripts/check_spills.py --against)
+python3 "$R/scripts/check_spills.py" "$OUT/build_a.log" --against "$OUT/build_b.log" | tail -5
 if [ -n "${TEST_FILTER:-}" ]; then
   /tmp/ab_a/tests/hipgn_tests --gtest_filter="$TEST_FILTER" > "$OUT/tests_a.log" 2>&1
   echo "tests (A): rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/tests_a.log" | tr '\n' ' ')"

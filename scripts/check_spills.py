@@ -9,9 +9,15 @@ recompiled). Why it exists: the channels-first stream forward's waves ran 12-26%
 56-72 bytes of spills that no short A/B showed (bench/NOTES.md, "Where the fifth session of
 2026-11-26 ended"). CI runs it on its cold build; scripts/gpu_check.sh on the GPU machine's.
 
-Usage: scripts/check_spills.py BUILD_LOG [--baseline FILE] [--write]
-  --write  rewrite the baseline from this log (a full default build's), after a change that
-           spills less, or one whose spills were measured and accepted (say so in its commit)"""
+Usage: scripts/check_spills.py BUILD_LOG [--baseline FILE] [--write] [--against OTHER_LOG]
+  --write    rewrite the baseline from this log (a full default build's), after a change that
+             spills less, or one whose spills were measured and accepted (say so in its commit)
+  --against  judge the log against another build's log instead of the baseline (bench/ab_trees.sh:
+             A's build against B's, since an A/B of a variant that spills where B does not
+             measures the spill: the thirty-second session's first HIPGN_MERGE_EACH run, 136
+             bytes, 1.20-1.44x, bench/NOTES.md, "Fixed latencies of the channels-last stream
+             kernels"). A kernel absent from OTHER_LOG counts as not spilling there, which holds
+             for a cold build of it only"""
 import argparse
 import json
 import pathlib
@@ -37,8 +43,17 @@ def main() -> int:
     ap.add_argument("log", type=pathlib.Path)
     ap.add_argument("--baseline", type=pathlib.Path, default=ROOT / "scripts" / "spill_baseline.json")
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--against", type=pathlib.Path)
     a = ap.parse_args()
     found = spills(a.log)
+    if a.against:
+        other = spills(a.against)
+        worse = {k: (other.get(k, 0), v) for k, v in found.items() if v > other.get(k, 0)}
+        for k, (was, now) in sorted(worse.items()):
+            print(f"  {k}: {was} -> {now}")
+        print(f"check_spills: {len(worse)} kernels spill more in {a.log.name} than in {a.against.name}"
+              + (" (bytes there -> here): the A/B's times include the spills" if worse else ""))
+        return 1 if worse else 0
     if a.write:
         a.baseline.write_text(json.dumps({"about": ABOUT, "kernels": dict(sorted(found.items()))}, indent=1) + "\n")
         print(f"check_spills: wrote {len(found)} spilling kernels to {a.baseline}")
