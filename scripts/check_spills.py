@@ -38,6 +38,16 @@ def spills(log: pathlib.Path) -> dict:
     return found
 
 
+def past(found: dict, allowed: dict) -> dict:
+    """{kernel: (bytes allowed, bytes now)} for each kernel of `found` that spills more than `allowed` has it."""
+    return {k: (allowed.get(k, 0), v) for k, v in found.items() if v > allowed.get(k, 0)}
+
+
+def show(worse: dict) -> None:
+    for k, (was, now) in sorted(worse.items()):
+        print(f"  {k}: {was} -> {now}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("log", type=pathlib.Path)
@@ -47,10 +57,8 @@ def main() -> int:
     a = ap.parse_args()
     found = spills(a.log)
     if a.against:
-        other = spills(a.against)
-        worse = {k: (other.get(k, 0), v) for k, v in found.items() if v > other.get(k, 0)}
-        for k, (was, now) in sorted(worse.items()):
-            print(f"  {k}: {was} -> {now}")
+        worse = past(found, spills(a.against))
+        show(worse)
         print(f"check_spills: {len(worse)} kernels spill more in {a.log.name} than in {a.against.name}"
               + (" (bytes there -> here): the A/B's times include the spills" if worse else ""))
         return 1 if worse else 0
@@ -59,12 +67,11 @@ def main() -> int:
         print(f"check_spills: wrote {len(found)} spilling kernels to {a.baseline}")
         return 0
     allowed = json.loads(a.baseline.read_text())["kernels"]
-    worse = {k: (allowed.get(k, 0), v) for k, v in found.items() if v > allowed.get(k, 0)}
+    worse = past(found, allowed)
     better = sum(1 for k, v in found.items() if v < allowed.get(k, 0))
     if worse:
         print(f"check_spills: {len(worse)} kernels spill more than {a.baseline.name} allows (bytes allowed -> now):")
-        for k, (was, now) in sorted(worse.items()):
-            print(f"  {k}: {was} -> {now}")
+        show(worse)
         print("Read ptxas -v for them before any device time; if the spills are measured and accepted, --write.")
         return 1
     print(f"check_spills: {len(found)} spilling kernels in {a.log}, none past the baseline"
