@@ -231,19 +231,26 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
       red[lanes * c + ch] = fmaxf(b - a * d, 0.f);
     }
     __syncthreads();
-    // then the item's per-group mean and M2: its channels' (all of `rows` values) merged, a
-    // wavefront per group, lanes over the channels
+    // then the item's per-group mean and M2: its channels' (all of `rows` values) merged, half a
+    // wavefront a group, lanes over the channels: 32 groups in one round of 16 wavefronts, where
+    // a wavefront a group took two (1.1-1.2 us of the item's 2.6 of reductions, bench/NOTES.md,
+    // "Fixed latencies of the channels-last stream kernels"). Both halves of a wavefront loop
+    // together (the shuffles take every lane); a half past the groups adds zeros.
+    constexpr int kHalf = kWarpSize / 2;
     float2* out = reinterpret_cast<float2*>(p.partials) + std::int64_t(item) * groups;
-    for (int g = t / kWarpSize; g < groups; g += B / kWarpSize) {
+    const int half_lane = t % kHalf;
+    for (int g2 = 2 * (t / kWarpSize); g2 < groups; g2 += 2 * (B / kWarpSize)) {
+      const int g = g2 + (t % kWarpSize) / kHalf;
+      const int n_c = g < groups ? cpg : 0;
       const float* mean_c = red + g * cpg;
       const float* m2_c = red + lanes * c + g * cpg;
       float s = 0.f;
-      for (int i = t % kWarpSize; i < cpg; i += kWarpSize) s += mean_c[i];
-      const float mean = warp_sum(s) / float(cpg);
+      for (int i = half_lane; i < n_c; i += kHalf) s += mean_c[i];
+      const float mean = warp_sum<kHalf>(s) / float(cpg);
       float q = 0.f;
-      for (int i = t % kWarpSize; i < cpg; i += kWarpSize) q += m2_c[i] + float(rows) * (mean_c[i] - mean) * (mean_c[i] - mean);
-      q = warp_sum(q);
-      if (t % kWarpSize == 0) out[g] = make_float2(mean, q);
+      for (int i = half_lane; i < n_c; i += kHalf) q += m2_c[i] + float(rows) * (mean_c[i] - mean) * (mean_c[i] - mean);
+      q = warp_sum<kHalf>(q);
+      if (half_lane == 0 && g < groups) out[g] = make_float2(mean, q);
     }
     phases.lap(1);
   }
