@@ -233,9 +233,10 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     __syncthreads();
     // then the item's per-group mean and M2: its channels' (all of `rows` values) merged, half a
     // wavefront a group, lanes over the channels: 32 groups in one round of 16 wavefronts, where
-    // a wavefront a group took two (1.1-1.2 us of the item's 2.6 of reductions, bench/NOTES.md,
-    // "Fixed latencies of the channels-last stream kernels"). Both halves of a wavefront loop
-    // together (the shuffles take every lane); a half past the groups adds zeros.
+    // a wavefront a group took two rounds, 1.1-1.2 us of the item's 2.6 of reductions; the
+    // launch ran 0.96-0.98 of its time at 10-60 MB (bench/NOTES.md, "Fixed latencies of the
+    // channels-last stream kernels"). Both halves of a wavefront loop together (the shuffles
+    // take every lane); a half past the groups adds zeros.
     constexpr int kHalf = kWarpSize / 2;
     float2* out = reinterpret_cast<float2*>(p.partials) + std::int64_t(item) * groups;
     const int half_lane = t % kHalf;
