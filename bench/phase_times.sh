@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# On the GPU machine: where a stream or resident forward kernel's time goes, phase by phase.
+# On the GPU machine: where a stream or resident kernel's (or a channels-last onchip forward's)
+# time goes, phase by phase.
 # Builds the profiler with HIPGN_PHASE_TIMES (primitives/phase_clock.hpp: clock64() at each
 # phase's end and each grid barrier's, printed by a few workgroups) in $BUILD with PRESET
 # (default minimal, a minute), PHASE_DEFINES (more macros for the CUDA code: an experiment's) and
@@ -13,7 +14,8 @@
 # The intervals (each kernel's PhaseClock laps; a lap inside the item loop sums over the
 # workgroup's items) are named in the summary. dtype as the profiler spells it (f16, bf16, f32),
 # e.g. PROBES="gn_fwd_f16_f16_cl_swish_stream_b512_v8_e1:2:320:128x128:32:f16:cl"; ACT (default swish)
-# the activation the profiler asks for, with the instance of it. Each workgroup's start and end
+# the activation the profiler asks for, with the instance of it; PROFILER_ARGS more of its
+# options (--no-flush: launches back to back, no L2 flush between them). Each workgroup's start and end
 # on the GPU's global timer give the launch's skew (start and end spread, first start to last end).
 # Logs under $OUT.
 set -uo pipefail
@@ -29,7 +31,7 @@ for probe in ${PROBES}; do
   IFS=: read -r inst n c sp g dt lay <<< "$probe"
   op=$(echo "$inst" | cut -d_ -f2)
   "$BUILD/profiler/hipgn_profiler" --instance "$inst" --op "$op" -n "$n" -c "$c" -s "$sp" -g "$g" --dtype "$dt" --layout "$lay" \
-    --act "${ACT:-swish}" --warmup 0 --iters "${ITERS:-5}" > "$OUT/phase_$inst.txt" 2>&1
+    --act "${ACT:-swish}" --warmup 0 --iters "${ITERS:-5}" ${PROFILER_ARGS:-} > "$OUT/phase_$inst.txt" 2>&1
   echo "== $inst n $n c $c spatial $sp g $g $lay ($op), SM boost clock $mhz MHz"
   python3 - "$OUT/phase_$inst.txt" "$mhz" "${ITERS:-5}" <<'PY'
 import statistics, sys
@@ -38,11 +40,12 @@ names = {
     "fwd_stream_cf": ["phase 1 sums", "phase 1 reductions", "barrier", "phase 2 merges", "phase 2 writes", "phase 1 setup", "phase 2 setup"],
     "fwd_resident_cf": ["loads", "block stats", "exchange", "scale, shift", "stores issued", "end barrier", "start"],
     "fwd_resident_cl": ["loads", "thread stats", "to groups", "exchange", "scale, shift", "stores issued", "start"],
+    "fwd_onchip_cl": ["loads", "mean", "squares", "parts' exchange", "stores issued"],
     "bwd_stream_cl": ["phase 1 loads", "phase 1 reductions", "barrier", "phase 2 setup", "phase 2 rows", "dgamma, dbeta"],
 }
 lines = [l for l in open(sys.argv[1]) if l.startswith("phase_times ")]
 if not lines:
-    print("no phase_times lines: was the instance a stream kernel or a resident forward, and the build made with HIPGN_PHASE_TIMES? The profiler said:")
+    print("no phase_times lines: was the instance a stream kernel, a resident forward or a channels-last onchip forward, and the build made with HIPGN_PHASE_TIMES? The profiler said:")
     print("".join(open(sys.argv[1]).readlines()[-8:]))
     sys.exit()
 kernel = lines[0].split()[1]

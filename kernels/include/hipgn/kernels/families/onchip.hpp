@@ -9,6 +9,7 @@
 #include "hipgn/kernels/families/grid.hpp"
 #include "hipgn/kernels/primitives/cluster.hpp"
 #include "hipgn/kernels/primitives/param.hpp"
+#include "hipgn/kernels/primitives/phase_clock.hpp"
 #include "hipgn/params.hpp"
 
 namespace hipgn::kernels {
@@ -255,6 +256,12 @@ __device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView
   const std::int64_t step = std::int64_t(R) * p.row_stride;
   const X* x = static_cast<const X*>(p.x) + first;
   const X* x0 = static_cast<const X*>(p.x) + base + column * V;  // the column's first row
+  // bench/phase_times.sh: loads | the mean | the squares | the parts' exchange | stores issued.
+  // The laps cost registers (256 x 8 x 4: 110 where the kernel takes 78, so two workgroups a
+  // compute unit where three run), so where several run on a compute unit a launch with them
+  // takes more rounds of clusters than without: read the laps, not the launch's span
+  // (bench/NOTES.md, "The channels-last onchip forward's laps").
+  PhaseClock<5> phases;
   float v[E][V];
   float sum = 0.f;
   constexpr bool kAfter = kOnchipRowsWidenAfterLoads<Traits>;
@@ -282,10 +289,12 @@ __device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView
       }
     }
   }
+  phases.lap_after(0, v);
   float gamma[V], beta[V];
   vector_affine<Traits>(p, view.channel0 + column * V, gamma, beta);
   const float count = kParts ? float(rows * int(p.channels_per_group)) : float(p.group_elements);
   float mean = block_sum<B>(sum) / count;
+  phases.lap(1);
   float sq = 0.f;
 #pragma unroll
   for (int e = 0; e < E; ++e) {
@@ -294,9 +303,12 @@ __device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView
       for (int i = 0; i < V; ++i) sq += (v[e][i] - mean) * (v[e][i] - mean);
     }
   }
+  const float m2 = block_sum<B>(sq);
+  phases.lap(2);
   float rstd;
-  if constexpr (kParts) rstd = exchange_parts(p, part, mean, block_sum<B>(sq), int(p.spatial_size), int(p.channels_per_group));
-  else rstd = rsqrtf(block_sum<B>(sq) / count + p.eps);
+  if constexpr (kParts) rstd = exchange_parts(p, part, mean, m2, int(p.spatial_size), int(p.channels_per_group));
+  else rstd = rsqrtf(m2 / count + p.eps);
+  phases.lap(3);
   save_stats(p, group, mean, rstd, t == 0 && part == 0);
   float scale[V];
 #pragma unroll
@@ -312,6 +324,8 @@ __device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView
       store_vec<V>(y + e * step, out);
     }
   }
+  phases.lap(4);
+  phases.report("fwd_onchip_cl");
 }
 
 // Family onchip, channels-last, groups narrower than the vector (V a multiple of C/G, C of V;

@@ -1,12 +1,12 @@
 // Phase times, for development only. Built with HIPGN_PHASE_TIMES defined (bench/phase_times.sh
-// builds so), a persistent kernel stamps clock64() at each lap (after a block barrier, so a
-// lap is where the whole workgroup got to), and thread 0 of the first four workgroups and of
-// every sixteenth prints each interval's cycles when the kernel ends. Nsight Compute's
-// stall sampling charges a grid barrier's wait to the instruction after it, not to the phase
-// that the workgroups being waited for are still in; these stamps tell which phase the grid
-// waits on (bench/NOTES.md, "The channels-last stream forward's merge": the merge that five
-// workgroups ran while the rest waited). Without the macro every member is empty and inlined
-// away: the kernels' code is what it is without the laps.
+// builds so), a persistent kernel (or the channels-last onchip forward) stamps clock64() at
+// each lap (after a block barrier, so a lap is where the whole workgroup got to), and thread 0
+// of the first four workgroups and of every sixteenth prints each interval's cycles when the
+// kernel ends. Nsight Compute's stall sampling charges a grid barrier's wait to the instruction
+// after it, not to the phase that the workgroups being waited for are still in; these stamps
+// tell which phase the grid waits on (bench/NOTES.md, "The channels-last stream forward's
+// merge": the merge that five workgroups ran while the rest waited). Without the macro every
+// member is empty and inlined away: the kernels' code is what it is without the laps.
 #pragma once
 
 #if defined(HIPGN_PHASE_TIMES)
