@@ -16,8 +16,9 @@ Usage: scripts/check_spills.py BUILD_LOG [--baseline FILE] [--write] [--against 
              A's build against B's, since an A/B of a variant that spills where B does not
              measures the spill: the thirty-second session's first HIPGN_MERGE_EACH run, 136
              bytes, 1.20-1.44x, bench/NOTES.md, "Fixed latencies of the channels-last stream
-             kernels"). A kernel absent from OTHER_LOG counts as not spilling there, which holds
-             for a cold build of it only"""
+             kernels"). Only the CUDA objects both logs built are judged: a warm machine's
+             build of B that was up to date built none, and every kernel A spills then read as
+             new (the thirty-third session's second A/B: "52 kernels spill more")"""
 import argparse
 import json
 import pathlib
@@ -26,6 +27,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 WARNING = re.compile(r"Registers are spilled to local memory in function '([^']+)', (\d+) bytes spill stores, (\d+) bytes spill loads")
+BUILT = re.compile(r"^\[\d+/\d+\] Building CUDA object (\S+)")
 ABOUT = ("Kernels of the default preset that ptxas (nvcc 13, sm_90) spills, and their bytes (stores plus loads), "
          "as scripts/check_spills.py --write read them from a cold build's log. A kernel not listed must not spill.")
 
@@ -36,6 +38,19 @@ def spills(log: pathlib.Path) -> dict:
     for m in WARNING.finditer(log.read_text(errors="replace")):
         found[m.group(1)] = max(found.get(m.group(1), 0), int(m.group(2)) + int(m.group(3)))
     return found
+
+
+def spills_by_object(log: pathlib.Path) -> dict:
+    """{object: {kernel: bytes}} over every CUDA object the log built, spilling or not: ninja
+    prints a command's output (ptxas's warnings) after the line that names its object."""
+    built, current = {}, None
+    for line in log.read_text(errors="replace").splitlines():
+        m = BUILT.match(line)
+        if m:
+            current = built.setdefault(m.group(1), {})
+        elif current is not None and (w := WARNING.search(line)):
+            current[w.group(1)] = max(current.get(w.group(1), 0), int(w.group(2)) + int(w.group(3)))
+    return built
 
 
 def past(found: dict, allowed: dict) -> dict:
@@ -55,13 +70,19 @@ def main() -> int:
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--against", type=pathlib.Path)
     a = ap.parse_args()
-    found = spills(a.log)
     if a.against:
-        worse = past(found, spills(a.against))
+        mine, theirs = spills_by_object(a.log), spills_by_object(a.against)
+        both = mine.keys() & theirs.keys()
+        if len(both) < len(mine):
+            print(f"check_spills: {len(mine) - len(both)} of {a.log.name}'s {len(mine)} CUDA objects were not built in "
+                  f"{a.against.name} (its build was up to date there): their kernels' spills are not judged")
+        flat = lambda built: {k: v for o in both for k, v in built[o].items()}  # noqa: E731
+        worse = past(flat(mine), flat(theirs))
         show(worse)
         print(f"check_spills: {len(worse)} kernels spill more in {a.log.name} than in {a.against.name}"
               + (" (bytes there -> here): the A/B's times include the spills" if worse else ""))
         return 1 if worse else 0
+    found = spills(a.log)
     if a.write:
         a.baseline.write_text(json.dumps({"about": ABOUT, "kernels": dict(sorted(found.items()))}, indent=1) + "\n")
         print(f"check_spills: wrote {len(found)} spilling kernels to {a.baseline}")

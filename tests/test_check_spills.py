@@ -1,6 +1,6 @@
 """scripts/check_spills.py on hand-written ptxas logs: a kernel past the baseline fails, one
 within it passes, and --against judges one build's log by another's (bench/ab_trees.sh: A's
-spills against B's)."""
+spills against B's), over the objects both built."""
 import json
 import os
 import subprocess
@@ -59,6 +59,18 @@ class CheckSpillsTest(unittest.TestCase):
         self.assertIn("1 kernels spill more in build_a.log than in build_b.log", out)
         rc, out = run(b, "--against", a)
         self.assertEqual(rc, 0, out)
+        self.assertIn("0 kernels spill more", out)
+
+    def test_against_a_log_that_built_nothing_judges_nothing(self):
+        # a warm machine's build of B that was up to date: no object built, no warning to compare
+        b = os.path.join(self.d, "build_b.log")
+        with open(b, "w") as f:
+            f.write("ninja: no work to do.\n")
+        a = log(self.d, "build_a.log", {"kernel_c": (136, 244)})
+        rc, out = run(a, "--against", b)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("1 of build_a.log's 1 CUDA objects were not built in build_b.log", out)
+        self.assertNotIn("kernel_c:", out)
         self.assertIn("0 kernels spill more", out)
 
 
