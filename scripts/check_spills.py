@@ -32,25 +32,30 @@ ABOUT = ("Kernels of the default preset that ptxas (nvcc 13, sm_90) spills, and 
          "as scripts/check_spills.py --write read them from a cold build's log. A kernel not listed must not spill.")
 
 
-def spills(log: pathlib.Path) -> dict:
-    """{kernel: bytes} over the log's spill warnings (a kernel compiled twice counts once, its largest)."""
-    found = {}
-    for m in WARNING.finditer(log.read_text(errors="replace")):
-        found[m.group(1)] = max(found.get(m.group(1), 0), int(m.group(2)) + int(m.group(3)))
-    return found
-
-
 def spills_by_object(log: pathlib.Path) -> dict:
     """{object: {kernel: bytes}} over every CUDA object the log built, spilling or not: ninja
-    prints a command's output (ptxas's warnings) after the line that names its object."""
+    prints a command's output (ptxas's warnings) after the line that names its object; warnings
+    before any such line go under None."""
     built, current = {}, None
     for line in log.read_text(errors="replace").splitlines():
         m = BUILT.match(line)
         if m:
-            current = built.setdefault(m.group(1), {})
-        elif current is not None and (w := WARNING.search(line)):
-            current[w.group(1)] = max(current.get(w.group(1), 0), int(w.group(2)) + int(w.group(3)))
+            current = m.group(1)
+            built.setdefault(current, {})
+        elif w := WARNING.search(line):
+            found = built.setdefault(current, {})
+            found[w.group(1)] = max(found.get(w.group(1), 0), int(w.group(2)) + int(w.group(3)))
     return built
+
+
+def merged(built: dict, objects=None) -> dict:
+    """{kernel: bytes} over the objects (all of them by default): a kernel compiled twice counts
+    once, its largest."""
+    found = {}
+    for o in built if objects is None else objects:
+        for k, v in built[o].items():
+            found[k] = max(found.get(k, 0), v)
+    return found
 
 
 def past(found: dict, allowed: dict) -> dict:
@@ -72,17 +77,17 @@ def main() -> int:
     a = ap.parse_args()
     if a.against:
         mine, theirs = spills_by_object(a.log), spills_by_object(a.against)
-        both = mine.keys() & theirs.keys()
-        if len(both) < len(mine):
-            print(f"check_spills: {len(mine) - len(both)} of {a.log.name}'s {len(mine)} CUDA objects were not built in "
-                  f"{a.against.name} (its build was up to date there): their kernels' spills are not judged")
-        flat = lambda built: {k: v for o in both for k, v in built[o].items()}  # noqa: E731
-        worse = past(flat(mine), flat(theirs))
+        objects = mine.keys() - {None}
+        both = objects & theirs.keys()
+        if len(both) < len(objects):
+            print(f"check_spills: {len(objects) - len(both)} of {a.log.name}'s {len(objects)} CUDA objects were not built "
+                  f"in {a.against.name} (its build was up to date there): their kernels' spills are not judged")
+        worse = past(merged(mine, both), merged(theirs, both))
         show(worse)
         print(f"check_spills: {len(worse)} kernels spill more in {a.log.name} than in {a.against.name}"
               + (" (bytes there -> here): the A/B's times include the spills" if worse else ""))
         return 1 if worse else 0
-    found = spills(a.log)
+    found = merged(spills_by_object(a.log))
     if a.write:
         a.baseline.write_text(json.dumps({"about": ABOUT, "kernels": dict(sorted(found.items()))}, indent=1) + "\n")
         print(f"check_spills: wrote {len(found)} spilling kernels to {a.baseline}")
