@@ -28,6 +28,21 @@ inline constexpr bool kOnchipWidenAfterLoads =
 // slots a thread. 512 x 2 x 16 ran 0.88-0.94x the time with it (sd15_32x320 7.7 -> 6.9 us fp16,
 // 8.0 -> 7.0 bf16; sd15_16x1920 6.9 -> 6.5), 1024 x 2 x 16 0.96-1.01x; 8-byte vectors of eight
 // slots 1.06-1.08x (bench/NOTES.md, "bf16's loads in rounds" and "Sixteen 4-byte slots").
+// Which channels-last forward instances also have their parts kernel with the rows held as
+// loaded (16-bit x: half the registers of their fp32 values, widened again at each of their
+// three uses; fwd_onchip_rows' kBits). It costs instructions and saves registers: 256 x 8 x 4
+// 78 -> 62 (three workgroups a compute unit -> four), 256 x 4 x 8 80 -> 55, 256 x 8 x 8 128 -> 79
+// (two -> three), 512 x 4 x 8 64 -> 54 (two either way). So the launcher takes it where the
+// device runs a group's clusters in fewer rounds with it (onchip_parts_kernel), and the plain
+// kernel elsewhere. Measured (H200, fp16 / bf16; bench/NOTES.md, "The channels-last onchip
+// forward's rows held as loaded"): 256 x 8 x 4 at sd15_32x1280 9.55 -> 8.64 us (62 + 2 clusters
+// -> one round), sdxl_32x2560 16.2 -> 15.0; 256 x 8 x 8 at det_25x42x2048 18.3 -> 10.9; but at
+// one round either way 1.05-1.08x the time (vae_64x512 7.51 -> 7.98), and 512 x 4 x 8 1.08-1.16x.
+// Instances of fewer than 32 values a thread hold few registers of them to save.
+template <typename Traits>
+inline constexpr bool kOnchipRowsBits = Traits::kOp == Op::fwd && Traits::kLayout == Layout::channels_last &&
+                                        sizeof(typename Traits::XType) == 2 &&
+                                        Traits::kVectorSize * Traits::kPerThread >= 32;
 template <typename Traits>
 inline constexpr bool kOnchipRowsWidenAfterLoads =
     sizeof(typename Traits::XType) == 2 && Traits::kVectorSize == 2 && Traits::kPerThread >= 16;
@@ -242,7 +257,9 @@ __device__ __forceinline__ HeldRows held_rows(const Params& p, const View& view,
 // With kParts (fwd_onchip_parts_kernel), the workgroup is part `part` of a thread-block cluster
 // that holds the group: its rows part * part_rows on, up to part_rows of them, with statistics
 // of its own rows that the cluster's parts exchange (exchange_parts).
-template <typename Traits, bool kParts = false>
+//
+// With kBits (kOnchipRowsBits), the rows are held as loaded and widened at each use.
+template <typename Traits, bool kParts = false, bool kBits = false>
 __device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView<Traits>& view, std::int64_t group,
                                                 int part = 0) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
@@ -262,16 +279,19 @@ __device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView
   // takes more rounds of clusters than without: read the laps, not the launch's span
   // (bench/NOTES.md, "The channels-last onchip forward's laps").
   PhaseClock<5> phases;
-  float v[E][V];
-  float sum = 0.f;
+  static_assert(!kBits || sizeof(X) == 2, "rows held as loaded: 16-bit x");
   constexpr bool kAfter = kOnchipRowsWidenAfterLoads<Traits>;
-  Vec<X, V> raw[kAfter ? E : 1];
+  float v[kBits ? 1 : E][V];
+  float sum = 0.f;
+  Vec<X, V> raw[kAfter || kBits ? E : 1];
 #pragma unroll
   for (int e = 0; e < E; ++e) {
     const bool mine = active && r0 + e * R < rows;
     if (kOnchipLoadsAtOnce<Traits> || mine) {
       if constexpr (kAfter) {  // sixteen slots: no loads at once, so `mine` holds here
         raw[e] = *reinterpret_cast<const Vec<X, V>*>(x + e * step);
+      } else if constexpr (kBits) {
+        raw[e] = *reinterpret_cast<const Vec<X, V>*>(mine ? x + e * step : x0);
       } else {
         load_vec<V>(mine ? x + e * step : x0, v[e]);
 #pragma unroll
@@ -279,17 +299,33 @@ __device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView
       }
     }
   }
-  if constexpr (kAfter) {
+  if constexpr (kAfter || kBits) {
 #pragma unroll
     for (int e = 0; e < E; ++e) {
       if (active && r0 + e * R < rows) {
-        widen(raw[e], v[e]);
+        float f[V];
+        widen(raw[e], f);
 #pragma unroll
-        for (int i = 0; i < V; ++i) sum += v[e][i];
+        for (int i = 0; i < V; ++i) {
+          sum += f[i];
+          if constexpr (!kBits) v[e][i] = f[i];
+        }
       }
     }
   }
-  phases.lap_after(0, v);
+  // `use` of slot e's values: held, or widened again from its bits (opaque: not the first
+  // widening's, which the compiler would otherwise keep)
+  auto with_values = [&](int e, auto&& use) {
+    if constexpr (kBits) {
+      float f[V];
+      widen(opaque(raw[e]), f);
+      use(f);
+    } else {
+      use(v[e]);
+    }
+  };
+  if constexpr (kBits) phases.lap_after(0, raw);
+  else phases.lap_after(0, v);
   float gamma[V], beta[V];
   vector_affine<Traits>(p, view.channel0 + column * V, gamma, beta);
   const float count = kParts ? float(rows * int(p.channels_per_group)) : float(p.group_elements);
@@ -299,8 +335,10 @@ __device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView
 #pragma unroll
   for (int e = 0; e < E; ++e) {
     if (active && r0 + e * R < rows) {
+      with_values(e, [&](const float(&f)[V]) {
 #pragma unroll
-      for (int i = 0; i < V; ++i) sq += (v[e][i] - mean) * (v[e][i] - mean);
+        for (int i = 0; i < V; ++i) sq += (f[i] - mean) * (f[i] - mean);
+      });
     }
   }
   const float m2 = block_sum<B>(sq);
@@ -317,11 +355,13 @@ __device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView
 #pragma unroll
   for (int e = 0; e < E; ++e) {
     if (active && r0 + e * R < rows) {
-      float out[V];
+      with_values(e, [&](const float(&f)[V]) {
+        float out[V];
 #pragma unroll
-      for (int i = 0; i < V; ++i)
-        out[i] = activate<Traits::kActivation>((v[e][i] - mean) * scale[i] + beta[i], p.swish_beta);
-      store_vec<V>(y + e * step, out);
+        for (int i = 0; i < V; ++i)
+          out[i] = activate<Traits::kActivation>((f[i] - mean) * scale[i] + beta[i], p.swish_beta);
+        store_vec<V>(y + e * step, out);
+      });
     }
   }
   phases.lap(4);
@@ -586,7 +626,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_kernel(const HI
 // fwd_onchip_aligned does, or with kPeeled as fwd_onchip_span does: odd spatial sizes and
 // misaligned tensors, a kernel of its own as the span mode is beside fwd_onchip_kernel) and the
 // parts exchange their statistics once (exchange_parts).
-template <typename Traits, bool kPeeled = false>
+template <typename Traits, bool kPeeled = false, bool kBits = false>
 __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_parts_kernel(const HIPGN_GRID_CONSTANT Params p) {
 #if defined(HIPGN_CLUSTERS)
   if (threadIdx.x == 0) parts_exchange().init();
@@ -596,7 +636,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_parts_kernel(co
   if constexpr (kPeeled || Traits::kLayout == Layout::channels_last) {
     const GroupView<Traits> view(p, group, group_sample_by_multiply(p, group));
     if constexpr (kPeeled) fwd_onchip_span<Traits, true>(p, view, group, part);
-    else fwd_onchip_rows<Traits, true>(p, view, group, part);
+    else fwd_onchip_rows<Traits, true, kBits>(p, view, group, part);
   } else {
     fwd_onchip_aligned<Traits, true>(p, group, part);
   }
@@ -1211,9 +1251,26 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_columns_kernel(
 
 template <>
 struct FamilyLauncher<Family::onchip> {
+  // The forward's kernel of a group's rows or aligned vectors in `parts` parts, for `groups`
+  // groups: with the rows held as loaded (kOnchipRowsBits) where the device runs the groups in
+  // fewer rounds of clusters so, else the plain one.
+  template <typename Traits>
+  static void (*onchip_parts_kernel(int parts, std::int64_t groups))(Params) {
+    void (*plain)(Params) = &fwd_onchip_parts_kernel<Traits>;
+    if constexpr (kOnchipRowsBits<Traits>) {
+      void (*bits)(Params) = &fwd_onchip_parts_kernel<Traits, false, true>;
+      const int at_once = active_clusters(plain, Traits::kBlockSize, 0, parts),
+                more = active_clusters(bits, Traits::kBlockSize, 0, parts);
+      const auto rounds = [groups](int n) { return (groups + n - 1) / n; };
+      if (more > 0 && (at_once == 0 || rounds(more) < rounds(at_once))) return bits;
+    }
+    (void)parts, (void)groups;
+    return plain;
+  }
+
   // How many clusters of `parts` workgroups of the kernel in parts of that kind (params.hpp:
   // PartsKernel) the device runs at once; 0 where the op has no such kernel or the device runs
-  // none.
+  // none. The held kind's: of the kernel that runs the fewest rounds (onchip_parts_kernel).
   template <typename Traits>
   static int clusters_at_once(int parts, PartsKernel kind) {
     (void)kind;
@@ -1223,8 +1280,14 @@ struct FamilyLauncher<Family::onchip> {
     if constexpr (Traits::kOp == Op::fwd && Traits::kLayout == Layout::channels_last && Traits::kVectorSize > 1)
       if (kind == PartsKernel::columns)
         return active_clusters(&fwd_onchip_columns_parts_kernel<Traits>, Traits::kBlockSize, 0, parts);
-    if constexpr (Traits::kOp == Op::fwd)
-      return active_clusters(&fwd_onchip_parts_kernel<Traits>, Traits::kBlockSize, 0, parts);
+    if constexpr (Traits::kOp == Op::fwd) {
+      const int plain = active_clusters(&fwd_onchip_parts_kernel<Traits>, Traits::kBlockSize, 0, parts);
+      if constexpr (kOnchipRowsBits<Traits>) {  // the most at once makes the fewest rounds of any count
+        const int bits = active_clusters(&fwd_onchip_parts_kernel<Traits, false, true>, Traits::kBlockSize, 0, parts);
+        return bits > plain ? bits : plain;
+      }
+      return plain;
+    }
     else if constexpr (Traits::kLayout == Layout::channels_last && kWritesDx<Traits>)
       return active_clusters(&bwd_onchip_parts_kernel<Traits>, Traits::kBlockSize, 0, parts);
     else
@@ -1254,9 +1317,10 @@ struct FamilyLauncher<Family::onchip> {
     }
     if constexpr (kForward) {
       if (p.slices > 1) {  // the runtime asks for parts only where the device has clusters
-        auto kernel = &fwd_onchip_parts_kernel<Traits>;
+        void (*kernel)(Params) = nullptr;
         if constexpr (kOnchipSpans<Traits>)
           if (p.span) kernel = &fwd_onchip_parts_kernel<Traits, true>;
+        if (!kernel) kernel = onchip_parts_kernel<Traits>(int(p.slices), p.num_groups);
         hipError_t e = hipErrorInvalidValue;
         launch_clusters(kernel, p, Traits::kBlockSize, 0, int(p.slices), p.num_groups, stream, &e, false);
         return e;
