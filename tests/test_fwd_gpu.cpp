@@ -123,6 +123,51 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(StreamWaves);  // a build without 
 INSTANTIATE_TEST_SUITE_P(All, StreamWaves, ::testing::ValuesIn(stream_cf_forwards()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
+// The channels-last onchip forward's parts with the rows held as loaded (families/onchip.hpp,
+// kOnchipRowsBits), which the launcher takes by default only where they run a launch's clusters
+// in fewer rounds than the plain kernel: no shape small enough for a test does. Two shapes whose
+// groups go in two to five parts for every such instance, against the reference; with
+// HIPGN_ONCHIP_ROWS_BITS=always (scripts/gpu_check.sh runs these tests so) in that kernel.
+class OnchipRowsBits : public ::testing::TestWithParam<std::string> {};
+
+std::vector<std::string> onchip_rows_bits_forwards() {
+  std::vector<std::string> names;
+  for (const std::string& name : instance_names(false)) {
+    const InstanceSpec& s = Registry::global().find(name)->spec();
+    if (s.family == Family::onchip && s.layout == Layout::channels_last &&
+        onchip_rows_bits(int(size_of(s.x_dtype)), s.vector, s.per_thread))
+      names.push_back(name);
+  }
+  return names;
+}
+
+TEST_P(OnchipRowsBits, GroupsInPartsMatchReference) {
+  HIPGN_REQUIRE_GPU();
+  const Instance* inst = Registry::global().find(GetParam());
+  ASSERT_NE(inst, nullptr);
+  const InstanceSpec& s = inst->spec();
+  // C/G = 8 of 4160 rows and C/G = 16 of 1517 (odd), a group's rows in 2-5 parts from 256 x 4 x 8
+  // to 1024 x 2 x 16
+  const Shape shapes[] = {{1, 16, {64, 65}, 2}, {2, 64, {37, 41}, 4}};
+  int runs = 0;
+  for (const Shape& shape : shapes) {
+    Problem p = make_problem(shape, s.x_dtype, s.gamma_dtype, s.layout, s.act);
+    if (!inst->supports(p) || inst->onchip_parts(p).parts < 2) continue;
+    if (s.act == Activation::swish && runs == 1) p.swish_beta = 1.702f;
+    RunOptions o;
+    o.save_stats = runs == 0;
+    o.misalign_affine = runs == 1;
+    check_instance(*inst, p, o, true, inst->name() + " on " + p.to_string());
+    ++runs;
+    if (HasFailure()) return;
+  }
+  EXPECT_GT(runs, 0) << inst->name() << " holds no group of these shapes in parts";
+}
+
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(OnchipRowsBits);  // a build without such instances
+INSTANTIATE_TEST_SUITE_P(All, OnchipRowsBits, ::testing::ValuesIn(onchip_rows_bits_forwards()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
 // The dispatch API: the heuristic's choice (and misaligned tensors, which only vector-1
 // instances accept) over the corpus, for every key this build has.
 TEST(FwdDispatch, HandleForwardOnCorpus) {

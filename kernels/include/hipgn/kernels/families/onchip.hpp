@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <type_traits>
 
 #include "hipgn/kernels/family.hpp"
@@ -38,11 +40,25 @@ inline constexpr bool kOnchipWidenAfterLoads =
 // forward's rows held as loaded"): 256 x 8 x 4 at sd15_32x1280 9.55 -> 8.64 us (62 + 2 clusters
 // -> one round), sdxl_32x2560 16.2 -> 15.0; 256 x 8 x 8 at det_25x42x2048 18.3 -> 10.9; but at
 // one round either way 1.05-1.08x the time (vae_64x512 7.51 -> 7.98), and 512 x 4 x 8 1.08-1.16x.
-// Instances of fewer than 32 values a thread hold few registers of them to save.
+// Which instances: params.hpp, onchip_rows_bits.
 template <typename Traits>
-inline constexpr bool kOnchipRowsBits = Traits::kOp == Op::fwd && Traits::kLayout == Layout::channels_last &&
-                                        sizeof(typename Traits::XType) == 2 &&
-                                        Traits::kVectorSize * Traits::kPerThread >= 32;
+inline constexpr bool kOnchipRowsBits =
+    Traits::kOp == Op::fwd && Traits::kLayout == Layout::channels_last &&
+    onchip_rows_bits(int(sizeof(typename Traits::XType)), Traits::kVectorSize, Traits::kPerThread);
+
+// Which parts kernel the launcher takes where an instance has both (kOnchipRowsBits): the one
+// that runs a launch's clusters in the fewest rounds, the plain one where they tie; or, with
+// HIPGN_ONCHIP_ROWS_BITS (read once), `0` the plain one (for measuring), `always` the rows held
+// as loaded (the GPU check tests that kernel so: the corpus's shapes run in one round).
+enum class RowsBitsMode { fewest_rounds, never, always };
+inline RowsBitsMode onchip_rows_bits_mode() {
+  static const RowsBitsMode mode = [] {
+    const char* e = std::getenv("HIPGN_ONCHIP_ROWS_BITS");
+    if (e && std::string(e) == "0") return RowsBitsMode::never;
+    return e && std::string(e) == "always" ? RowsBitsMode::always : RowsBitsMode::fewest_rounds;
+  }();
+  return mode;
+}
 template <typename Traits>
 inline constexpr bool kOnchipRowsWidenAfterLoads =
     sizeof(typename Traits::XType) == 2 && Traits::kVectorSize == 2 && Traits::kPerThread >= 16;
@@ -1252,13 +1268,15 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_columns_kernel(
 template <>
 struct FamilyLauncher<Family::onchip> {
   // The forward's kernel of a group's rows or aligned vectors in `parts` parts, for `groups`
-  // groups: with the rows held as loaded (kOnchipRowsBits) where the device runs the groups in
-  // fewer rounds of clusters so, else the plain one.
+  // groups: with the rows held as loaded or not (onchip_rows_bits_mode).
   template <typename Traits>
   static void (*onchip_parts_kernel(int parts, std::int64_t groups))(Params) {
     void (*plain)(Params) = &fwd_onchip_parts_kernel<Traits>;
     if constexpr (kOnchipRowsBits<Traits>) {
       void (*bits)(Params) = &fwd_onchip_parts_kernel<Traits, false, true>;
+      const RowsBitsMode mode = onchip_rows_bits_mode();
+      if (mode == RowsBitsMode::always) return bits;
+      if (mode == RowsBitsMode::never) return plain;
       const int at_once = active_clusters(plain, Traits::kBlockSize, 0, parts),
                 more = active_clusters(bits, Traits::kBlockSize, 0, parts);
       const auto rounds = [groups](int n) { return (groups + n - 1) / n; };
@@ -1282,9 +1300,12 @@ struct FamilyLauncher<Family::onchip> {
         return active_clusters(&fwd_onchip_columns_parts_kernel<Traits>, Traits::kBlockSize, 0, parts);
     if constexpr (Traits::kOp == Op::fwd) {
       const int plain = active_clusters(&fwd_onchip_parts_kernel<Traits>, Traits::kBlockSize, 0, parts);
-      if constexpr (kOnchipRowsBits<Traits>) {  // the most at once makes the fewest rounds of any count
+      if constexpr (kOnchipRowsBits<Traits>) {
+        const RowsBitsMode mode = onchip_rows_bits_mode();
+        if (mode == RowsBitsMode::never) return plain;
         const int bits = active_clusters(&fwd_onchip_parts_kernel<Traits, false, true>, Traits::kBlockSize, 0, parts);
-        return bits > plain ? bits : plain;
+        // the most at once makes the fewest rounds of any count of groups
+        return mode == RowsBitsMode::always || bits > plain ? bits : plain;
       }
       return plain;
     }
