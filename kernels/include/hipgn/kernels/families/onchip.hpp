@@ -35,11 +35,12 @@ inline constexpr bool kOnchipWidenAfterLoads =
 // three uses; fwd_onchip_rows' kBits). It costs instructions and saves registers: 256 x 8 x 4
 // 78 -> 62 (three workgroups a compute unit -> four), 256 x 4 x 8 80 -> 55, 256 x 8 x 8 128 -> 79
 // (two -> three), 512 x 4 x 8 64 -> 54 (two either way). So the launcher takes it where the
-// device runs a group's clusters in fewer rounds with it (onchip_parts_kernel), and the plain
-// kernel elsewhere. Measured (H200, fp16 / bf16; bench/NOTES.md, "The channels-last onchip
-// forward's rows held as loaded"): 256 x 8 x 4 at sd15_32x1280 9.55 -> 8.64 us (62 + 2 clusters
-// -> one round), sdxl_32x2560 16.2 -> 15.0; 256 x 8 x 8 at det_25x42x2048 18.3 -> 10.9; but at
-// one round either way 1.05-1.08x the time (vae_64x512 7.51 -> 7.98), and 512 x 4 x 8 1.08-1.16x.
+// device runs a launch's clusters in fewer rounds with it (FamilyLauncher<onchip>::held_parts),
+// and the plain kernel elsewhere. Measured (H200, fp16 / bf16; bench/NOTES.md, "The
+// channels-last onchip forward's rows held as loaded"): 256 x 8 x 4 at sd15_32x1280 9.55 -> 8.64
+// us (62 + 2 clusters -> one round), sdxl_32x2560 16.2 -> 15.0; 256 x 8 x 8 at det_25x42x2048
+// 18.3 -> 10.9; but at one round either way 1.05-1.08x the time (vae_64x512 7.51 -> 7.98), and
+// 512 x 4 x 8 1.08-1.16x.
 // Which instances: params.hpp, onchip_rows_bits.
 template <typename Traits>
 inline constexpr bool kOnchipRowsBits =
@@ -1267,28 +1268,37 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_columns_kernel(
 
 template <>
 struct FamilyLauncher<Family::onchip> {
-  // The forward's kernel of a group's rows or aligned vectors in `parts` parts, for `groups`
-  // groups: with the rows held as loaded or not (onchip_rows_bits_mode).
-  template <typename Traits>
-  static void (*onchip_parts_kernel(int parts, std::int64_t groups))(Params) {
-    void (*plain)(Params) = &fwd_onchip_parts_kernel<Traits>;
-    if constexpr (kOnchipRowsBits<Traits>) {
-      void (*bits)(Params) = &fwd_onchip_parts_kernel<Traits, false, true>;
-      const RowsBitsMode mode = onchip_rows_bits_mode();
-      if (mode == RowsBitsMode::always) return bits;
-      if (mode == RowsBitsMode::never) return plain;
-      const int at_once = active_clusters(plain, Traits::kBlockSize, 0, parts),
-                more = active_clusters(bits, Traits::kBlockSize, 0, parts);
+  // The forward's kernels of a group's rows or aligned vectors in `parts` parts: how many
+  // clusters of the plain one and of the one with the rows held as loaded (kOnchipRowsBits; 0
+  // where the instance has none, or HIPGN_ONCHIP_ROWS_BITS is 0) the device runs at once, and
+  // which one the launcher takes (onchip_rows_bits_mode).
+  struct HeldParts {
+    int plain = 0, bits = 0;
+    bool always = false;  // HIPGN_ONCHIP_ROWS_BITS=always
+    // the rows held as loaded for `groups` groups: always, or where they make fewer rounds
+    bool take_bits(std::int64_t groups) const {
       const auto rounds = [groups](int n) { return (groups + n - 1) / n; };
-      if (more > 0 && (at_once == 0 || rounds(more) < rounds(at_once))) return bits;
+      return bits > 0 && (always || plain == 0 || rounds(bits) < rounds(plain));
     }
-    (void)parts, (void)groups;
-    return plain;
+    // the taken kernel's: the most at once makes the fewest rounds of any count of groups
+    int at_once() const { return (always && bits > 0) || bits > plain ? bits : plain; }
+  };
+  template <typename Traits>
+  static HeldParts held_parts(int parts) {
+    HeldParts h;
+    h.plain = active_clusters(&fwd_onchip_parts_kernel<Traits>, Traits::kBlockSize, 0, parts);
+    if constexpr (kOnchipRowsBits<Traits>) {
+      const RowsBitsMode mode = onchip_rows_bits_mode();
+      if (mode != RowsBitsMode::never)
+        h.bits = active_clusters(&fwd_onchip_parts_kernel<Traits, false, true>, Traits::kBlockSize, 0, parts);
+      h.always = mode == RowsBitsMode::always;
+    }
+    return h;
   }
 
   // How many clusters of `parts` workgroups of the kernel in parts of that kind (params.hpp:
   // PartsKernel) the device runs at once; 0 where the op has no such kernel or the device runs
-  // none. The held kind's: of the kernel that runs the fewest rounds (onchip_parts_kernel).
+  // none. The held kind's: of the kernel the launcher takes (held_parts).
   template <typename Traits>
   static int clusters_at_once(int parts, PartsKernel kind) {
     (void)kind;
@@ -1298,17 +1308,8 @@ struct FamilyLauncher<Family::onchip> {
     if constexpr (Traits::kOp == Op::fwd && Traits::kLayout == Layout::channels_last && Traits::kVectorSize > 1)
       if (kind == PartsKernel::columns)
         return active_clusters(&fwd_onchip_columns_parts_kernel<Traits>, Traits::kBlockSize, 0, parts);
-    if constexpr (Traits::kOp == Op::fwd) {
-      const int plain = active_clusters(&fwd_onchip_parts_kernel<Traits>, Traits::kBlockSize, 0, parts);
-      if constexpr (kOnchipRowsBits<Traits>) {
-        const RowsBitsMode mode = onchip_rows_bits_mode();
-        if (mode == RowsBitsMode::never) return plain;
-        const int bits = active_clusters(&fwd_onchip_parts_kernel<Traits, false, true>, Traits::kBlockSize, 0, parts);
-        // the most at once makes the fewest rounds of any count of groups
-        return mode == RowsBitsMode::always || bits > plain ? bits : plain;
-      }
-      return plain;
-    }
+    if constexpr (Traits::kOp == Op::fwd)
+      return held_parts<Traits>(parts).at_once();
     else if constexpr (Traits::kLayout == Layout::channels_last && kWritesDx<Traits>)
       return active_clusters(&bwd_onchip_parts_kernel<Traits>, Traits::kBlockSize, 0, parts);
     else
@@ -1341,7 +1342,12 @@ struct FamilyLauncher<Family::onchip> {
         void (*kernel)(Params) = nullptr;
         if constexpr (kOnchipSpans<Traits>)
           if (p.span) kernel = &fwd_onchip_parts_kernel<Traits, true>;
-        if (!kernel) kernel = onchip_parts_kernel<Traits>(int(p.slices), p.num_groups);
+        if (!kernel) {
+          kernel = &fwd_onchip_parts_kernel<Traits>;
+          if constexpr (kOnchipRowsBits<Traits>)
+            if (held_parts<Traits>(int(p.slices)).take_bits(p.num_groups))
+              kernel = &fwd_onchip_parts_kernel<Traits, false, true>;
+        }
         hipError_t e = hipErrorInvalidValue;
         launch_clusters(kernel, p, Traits::kBlockSize, 0, int(p.slices), p.num_groups, stream, &e, false);
         return e;
