@@ -75,6 +75,13 @@ if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer > /dev/null; then
     src=$?
     echo "compute-sanitizer $tool, waves: rc=$src, $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitize_waves_$tool.log" | tail -1) $(grep -cE "^\[       OK" "$OUT/sanitize_waves_$tool.log") tests ok"
     [ $src -ne 0 ] && rc=1
+    # the channels-last onchip forward's parts with the rows held as loaded, two instances
+    HIPGN_CLUSTERS=$cl HIPGN_ONCHIP_ROWS_BITS=always timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 \
+      $BUILD/tests/hipgn_tests --gtest_filter='*OnchipRowsBits*f16_f16_cl_swish_onchip_b256_v8_e4:*OnchipRowsBits*bf16_bf16_cl_swish_onchip_b256_v4_e8' \
+      > "$OUT/sanitize_rows_bits_$tool.log" 2>&1
+    src=$?
+    echo "compute-sanitizer $tool, rows held as loaded: rc=$src, $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitize_rows_bits_$tool.log" | tail -1) $(grep -cE "^\[       OK" "$OUT/sanitize_rows_bits_$tool.log") tests ok"
+    [ $src -ne 0 ] && rc=1
   done
 fi
 # the README's main job, timed for real: every instance verified (exit 0), the CSV written
