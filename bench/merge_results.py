@@ -2,7 +2,7 @@
 (shape, dtype, layout, op), the others stay; latest.md and latest.png are written again from the
 merged rows, and `meta.runs` records which run gave what.
 
-    python3 bench/merge_results.py NEW/latest.json [--into bench/results] [--note "what this run was"]
+    python3 bench/merge_results.py NEW/latest.json [--into bench/results] [--note "..."] [--drop-peers]
     python3 bench/merge_results.py BEST/latest.json --instances [--into ...] [--note ...]
     python3 bench/merge_results.py --render        (only write latest.md and latest.png again)
 
@@ -10,6 +10,10 @@ merged rows, and `meta.runs` records which run gave what.
 `hipgn_best`), into the kept rows of the same problem that dispatched the same instance: the
 dispatch rules' evidence beside a run whose copy, hipgn and peers were timed in one process
 without them (the peers' compiles and --best's instances together outrun one device call).
+
+A kept row timed with a peer that the new run's row lacks (say Apex, beside a run without --apex)
+stays whole, so that every peer's time stands beside hipgn's of the same process; --drop-peers
+replaces it all the same.
 
 The kept rows are one GPU's: another GPU's run goes --into a folder of its own, which its first
 run starts (bench/results holds an H100's; the device of the sessions since 2026-11-28 is an H200).
@@ -37,6 +41,8 @@ def main():
     ap.add_argument("--note", default="")
     ap.add_argument("--instances", action="store_true",
                     help="take only the new run's per-instance times, into kept rows that dispatched the same instance")
+    ap.add_argument("--drop-peers", action="store_true",
+                    help="replace a kept row even where the new one lacks a peer it has (by default it stays whole)")
     a = ap.parse_args()
     into = pathlib.Path(a.into)
     latest = into / "latest.json"
@@ -70,8 +76,18 @@ def main():
             print(f"# {len(fresh) - taken} of the run's rows had no kept row of the same dispatched instance")
         counted = taken  # the runs' record counts the rows given instances
     else:
+        # a peer's time stands beside hipgn's of the same process only: a kept row timed with a
+        # peer the new run did not time (Apex, which a device call runs only where its checkout
+        # travels) stays whole rather than lose that peer, unless --drop-peers
+        stay = [] if a.drop_peers else [k for k, r in ((key(r), r) for r in kept["rows"]) if k in fresh and
+                                        any(r.get(p) is not None and fresh[k].get(p) is None for p in bench.PEERS)]
+        for k in stay:
+            del fresh[k]
+        if stay:
+            print(f"# {len(stay)} kept rows stay whole: the new run lacks a peer they have "
+                  f"(--drop-peers replaces them): {', '.join(' '.join(k) for k in stay)}")
         rows = [fresh.pop(key(r), r) for r in kept["rows"]] + list(fresh.values())
-        counted = len(new["rows"])
+        counted = len(new["rows"]) - len(stay)
     meta = dict(kept["meta"])
     runs = meta.get("runs", [])
     # earlier files describe their runs in a sentence

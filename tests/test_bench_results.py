@@ -1,8 +1,9 @@
 """bench/merge_results.py and heuristic_check.py's choice of rows, on written bench.py outputs: a
-GPU's first run starts its set, a later run replaces the rows it measured, another GPU's run is
-refused and leaves the set as it was, --instances takes a --best run's per-instance times only
-into rows that dispatched the same instance, and the heuristic check takes the set measured on
-the GPU present; bench.py's plan of problems, from its options or from a --rows file."""
+GPU's first run starts its set, a later run replaces the rows it measured (but not one that would
+lose a peer's time), another GPU's run is refused and leaves the set as it was, --instances takes
+a --best run's per-instance times only into rows that dispatched the same instance, and the
+heuristic check takes the set measured on the GPU present; bench.py's plan of problems, from its
+options or from a --rows file."""
 import json
 import os
 import pathlib
@@ -71,6 +72,23 @@ class MergeResults(unittest.TestCase):
         self.assertEqual(rows[("a", "fwd")]["hipgn"], 8.5)  # replaced
         self.assertEqual(rows[("a", "bwd")]["hipgn"], 13.0)  # kept
         self.assertEqual([r["rows"] for r in meta["runs"]], [3, 2])
+
+    def test_a_kept_row_with_a_peer_the_new_run_lacks_stays_whole_unless_told(self):
+        first = run_file(self.runs, "NVIDIA H200", [row("a", "fwd", 9.0, "gn_x_onchip", apex=12.0),
+                                                    row("b", "fwd", 7.0, "gn_x_onchip")])
+        self.assertEqual(self.merge(first).returncode, 0)
+        again = run_file(self.runs, "NVIDIA H200", [row("a", "fwd", 8.0, "gn_x_onchip"), row("b", "fwd", 6.0, "gn_x_onchip")])
+        done = self.merge(again, "--note", "no apex")
+        self.assertEqual(done.returncode, 0)
+        self.assertIn("1 kept rows stay whole", done.stdout)
+        rows, meta = self.kept()
+        self.assertEqual((rows[("a", "fwd")]["hipgn"], rows[("a", "fwd")]["apex"]), (9.0, 12.0))  # whole
+        self.assertEqual(rows[("b", "fwd")]["hipgn"], 6.0)  # replaced: it had no Apex time
+        self.assertEqual(meta["runs"][-1]["rows"], 1)
+        self.assertEqual(self.merge(again, "--drop-peers").returncode, 0)
+        rows, _ = self.kept()
+        self.assertEqual(rows[("a", "fwd")]["hipgn"], 8.0)
+        self.assertNotIn("apex", rows[("a", "fwd")])
 
     def test_another_gpus_run_is_refused_and_changes_nothing(self):
         self.start()
