@@ -324,28 +324,16 @@ int main() {
     const std::size_t bytes = std::size_t(mb) << 20;
     const long long vectors = (long long)bytes / 16;
     std::vector<Set> sets(std::size_t(rotating_sets(bytes, 3 * std::size_t(l2))));
-    for (std::size_t i = 0; i < sets.size(); ++i) {
-      struct {
-        const __half* x;
-        __half* y;
-      } a;
-      alloc_xy(a, (long long)bytes / 2, int(i), 12, 0.1f, s);
-      sets[i] = Set{a.x, a.y};
-    }
+    for (std::size_t i = 0; i < sets.size(); ++i) alloc_xy(sets[i], (long long)bytes / 2, int(i), 12, 0.1f, s);
     CHECK(cudaStreamSynchronize(s));
-    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-    for (const Set& z : sets) CHECK(cudaMemcpyAsync(z.y, z.x, bytes, cudaMemcpyDeviceToDevice, s));
-    std::printf("%lld MB (%zu sets): cudaMemcpy %.2f us\n", mb, sets.size(), replay_median_us(s, 10, int(sets.size())));
+    std::printf("%lld MB (%zu sets): cudaMemcpy %.2f us\n", mb, sets.size(), copy_us(sets, bytes, s));
     for (const int c : {1, 4, 8}) run_shape<256, 4>(sets, vectors, c, 0, cus, s);
     run_shape<256, 4>(sets, vectors, 8, 100, cus, s);
     for (const int c : {1, 2, 4}) run_shape<512, 4>(sets, vectors, c, 0, cus, s);
     for (const int c : {1, 4}) run_shape<512, 4>(sets, vectors, c, 160, cus, s);
     for (const int c : {1, 8}) run_shape<256, 2>(sets, vectors, c, 0, cus, s);
     for (const int c : {1, 8}) run_shape<128, 4>(sets, vectors, c, 0, cus, s);
-    for (Set& z : sets) {
-      CHECK(cudaFree(const_cast<__half*>(z.x)));
-      CHECK(cudaFree(z.y));
-    }
+    for (Set& z : sets) free_xy(z);
   }
   CHECK(cudaGetLastError());
   return 0;
