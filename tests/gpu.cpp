@@ -212,10 +212,10 @@ bool check_instance(const Instance& inst, const Problem& p, const RunOptions& o,
   return ok;
 }
 
-std::vector<std::string> instance_names(bool backward) {
+std::vector<std::string> instance_names(bool backward, const std::function<bool(const InstanceSpec&)>& keep) {
   std::vector<std::string> names;
   for (const Instance& inst : Registry::global().all())
-    if (describe(inst.spec().op).backward == backward) names.push_back(inst.name());
+    if (describe(inst.spec().op).backward == backward && (!keep || keep(inst.spec()))) names.push_back(inst.name());
   return names;
 }
 

@@ -83,7 +83,8 @@ Status capture_and_replay(const std::function<Status(hipStream_t)>& work, int re
 // on one stream (so they must share no memory that a launch writes).
 Status capture_and_replay(const std::vector<std::function<Status(hipStream_t)>>& works, int replays);
 
-// Names of the registered instances of one op kind (forward, or any backward op).
-std::vector<std::string> instance_names(bool backward);
+// Names of the registered instances of one op kind (forward, or any backward op), those whose
+// spec `keep` takes where it is given.
+std::vector<std::string> instance_names(bool backward, const std::function<bool(const InstanceSpec&)>& keep = {});
 
 }  // namespace hipgn::test

@@ -78,10 +78,7 @@ INSTANTIATE_TEST_SUITE_P(All, BwdInstance, ::testing::ValuesIn(instance_names(tr
 class StreamRing : public ::testing::TestWithParam<std::string> {};
 
 std::vector<std::string> stream_backwards() {
-  std::vector<std::string> names;
-  for (const std::string& name : instance_names(true))
-    if (Registry::global().find(name)->spec().family == Family::stream) names.push_back(name);
-  return names;
+  return instance_names(true, [](const InstanceSpec& s) { return s.family == Family::stream; });
 }
 
 TEST_P(StreamRing, LongItemsMatchReference) {

@@ -78,12 +78,9 @@ INSTANTIATE_TEST_SUITE_P(All, FwdInstance, ::testing::ValuesIn(instance_names(fa
 class StreamWaves : public ::testing::TestWithParam<std::string> {};
 
 std::vector<std::string> stream_cf_forwards() {
-  std::vector<std::string> names;
-  for (const std::string& name : instance_names(false)) {
-    const InstanceSpec& s = Registry::global().find(name)->spec();
-    if (s.family == Family::stream && s.layout == Layout::channels_first) names.push_back(name);
-  }
-  return names;
+  return instance_names(false, [](const InstanceSpec& s) {
+    return s.family == Family::stream && s.layout == Layout::channels_first;
+  });
 }
 
 TEST_P(StreamWaves, LargeTensorsMatchReference) {
@@ -131,14 +128,10 @@ INSTANTIATE_TEST_SUITE_P(All, StreamWaves, ::testing::ValuesIn(stream_cf_forward
 class OnchipRowsBits : public ::testing::TestWithParam<std::string> {};
 
 std::vector<std::string> onchip_rows_bits_forwards() {
-  std::vector<std::string> names;
-  for (const std::string& name : instance_names(false)) {
-    const InstanceSpec& s = Registry::global().find(name)->spec();
-    if (s.family == Family::onchip && s.layout == Layout::channels_last &&
-        onchip_rows_bits(int(size_of(s.x_dtype)), s.vector, s.per_thread))
-      names.push_back(name);
-  }
-  return names;
+  return instance_names(false, [](const InstanceSpec& s) {
+    return s.family == Family::onchip && s.layout == Layout::channels_last &&
+           onchip_rows_bits(int(size_of(s.x_dtype)), s.vector, s.per_thread);
+  });
 }
 
 TEST_P(OnchipRowsBits, GroupsInPartsMatchReference) {
