@@ -1339,15 +1339,15 @@ struct FamilyLauncher<Family::onchip> {
     }
     if constexpr (kForward) {
       if (p.slices > 1) {  // the runtime asks for parts only where the device has clusters
-        void (*kernel)(Params) = nullptr;
+        // the plain kernel, but channels-first spans peeled (kOnchipSpans) and channels-last
+        // rows held as loaded where they make fewer rounds (kOnchipRowsBits): never both
+        static_assert(!(kOnchipSpans<Traits> && kOnchipRowsBits<Traits>));
+        void (*kernel)(Params) = &fwd_onchip_parts_kernel<Traits>;
         if constexpr (kOnchipSpans<Traits>)
           if (p.span) kernel = &fwd_onchip_parts_kernel<Traits, true>;
-        if (!kernel) {
-          kernel = &fwd_onchip_parts_kernel<Traits>;
-          if constexpr (kOnchipRowsBits<Traits>)
-            if (held_parts<Traits>(int(p.slices)).take_bits(p.num_groups))
-              kernel = &fwd_onchip_parts_kernel<Traits, false, true>;
-        }
+        if constexpr (kOnchipRowsBits<Traits>)
+          if (held_parts<Traits>(int(p.slices)).take_bits(p.num_groups))
+            kernel = &fwd_onchip_parts_kernel<Traits, false, true>;
         hipError_t e = hipErrorInvalidValue;
         launch_clusters(kernel, p, Traits::kBlockSize, 0, int(p.slices), p.num_groups, stream, &e, false);
         return e;
