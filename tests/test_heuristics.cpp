@@ -323,11 +323,11 @@ TEST(Heuristics, OnchipChannelsLastForwardTakesEightByteVectorsForLargeGroups) {
 }
 
 TEST(Heuristics, ChannelsLastStreamForwardTakesOneColumnWhereTheRowAllows) {
-  // sd15_64x640 (79 KB a compute unit) and sdxl_128x320 (155 KB): e1 (bench/NOTES.md); C = 8192
+  // sd15_64x960 (116 KB a compute unit) and sdxl_128x320 (155 KB): e1 (bench/NOTES.md); C = 8192
   // (1024 column vectors of 8, past one a thread of 512): e2
   const char* e1 = "gn_fwd_f16_f16_cl_swish_stream_b512_v8_e1";
   const char* e2 = "gn_fwd_f16_f16_cl_swish_stream_b512_v8_e2";
-  const Instance* small = choose_named(Shape{2, 640, {64, 64}, 32}, Layout::channels_last, {e1, e2});
+  const Instance* small = choose_named(Shape{2, 960, {64, 64}, 32}, Layout::channels_last, {e1, e2});
   if (!small) GTEST_SKIP() << "the preset lacks " << e1 << " or " << e2;
   EXPECT_EQ(small->name(), e1);
   EXPECT_EQ(choose_named(Shape{2, 320, {128, 128}, 32}, Layout::channels_last, {e1, e2})->name(), e1);
@@ -544,7 +544,7 @@ TEST(Heuristics, SmallChannelsLastTensorsOfWideGroupsSplit) {
   // tensor), vae_64x512 (C/G = 16, 32-byte runs, 31 KB): split (kSplitClFwdRunBytes); not at
   // C/G = 20 (sd15_64x640, 78 KB) or 60 (sd15_32x1920, 58 KB), which stream. Where the device
   // has clusters, those below 72 KB a compute unit are the onchip family's, in parts, and so
-  // are those of 16-byte C/G below 96 KB (sdxl 32x32 C=2560; the test below).
+  // are those of 8-byte C/G below 96 KB (sdxl 32x32 C=2560, sd15_64x640; the test below).
   const Layout cl = Layout::channels_last;
   if (!reaches(Family::split, {2, 2048, {25, 42}, 32}, cl) || !reaches(Family::stream, {2, 640, {64, 64}, 32}, cl))
     GTEST_SKIP() << "no split or stream instance of this build reaches the shapes";
@@ -559,8 +559,10 @@ TEST(Heuristics, SmallChannelsLastTensorsOfWideGroupsSplit) {
     EXPECT_EQ(inst->spec().family, Family::split) << inst->name();
     EXPECT_EQ(inst->spec().vector, 8) << inst->name();
   }
-  EXPECT_EQ(choose({2, 640, {64, 64}, 32}, cl)->spec().family, Family::stream);
-  if (!clusters()) EXPECT_EQ(choose({2, 1920, {32, 32}, 32}, cl)->spec().family, Family::stream);
+  if (!clusters()) {
+    EXPECT_EQ(choose({2, 640, {64, 64}, 32}, cl)->spec().family, Family::stream);
+    EXPECT_EQ(choose({2, 1920, {32, 32}, 32}, cl)->spec().family, Family::stream);
+  }
 }
 
 // The fp16 op (the forward unless said) of s in this layout dispatches to `want` (where the
@@ -584,7 +586,8 @@ TEST(Heuristics, SmallChannelsLastTensorsOfLargeGroupsTakeAClusterAGroup) {
   // vectors the instances whose slots load at once first (the next test); not sd15_64x320 (C/G =
   // 10: 4-byte vectors), which stays resident. Past 72 KB, below 96, C/G of 16-byte vectors:
   // sdxl 32x32 C=2560 (78 KB, C/G = 80) 256 x 8 x 4 in 11 parts (H200: 16.3 us against split
-  // 17.3-18.8), not sd15_64x640 (78 KB, C/G = 20: 8-byte vectors), which streams.
+  // 17.3-18.8); C/G of 8-byte vectors too, the 256-thread instance with its rows held as loaded
+  // first (sd15_64x640, 78 KB, C/G = 20: 256 x 4 x 8 in 11, 17.0 us against stream 18.8).
   if (!clusters()) GTEST_SKIP() << "the device has no thread-block clusters (or HIPGN_CLUSTERS=0)";
   const Layout cl = Layout::channels_last;
   expect_parts(Shape{2, 1920, {32, 32}, 32}, cl, "gn_fwd_f16_f16_cl_swish_onchip_b1024_v4_e8", 2);
@@ -595,10 +598,34 @@ TEST(Heuristics, SmallChannelsLastTensorsOfLargeGroupsTakeAClusterAGroup) {
     // (odd_97x89_c160_g8, 172660 elements a group: 512 x 4 x 8 in 11, not 1024 x 4 x 8 in 6)
     expect_parts(Shape{2, 160, {97, 89}, 8}, cl, "gn_fwd_f16_f16_cl_swish_onchip_b512_v4_e8", 11);
   }
+  if (wide_clusters())
+    expect_parts(Shape{2, 640, {64, 64}, 32}, cl, "gn_fwd_f16_f16_cl_swish_onchip_b256_v4_e8", 11);
   if (reaches(Family::resident, {2, 320, {64, 64}, 32}, cl))  // (else the onchip family is the build's best)
     EXPECT_NE(choose({2, 320, {64, 64}, 32}, cl)->spec().family, Family::onchip);
-  if (reaches(Family::stream, {2, 640, {64, 64}, 32}, cl))  // (a smaller preset)
-    EXPECT_EQ(choose({2, 640, {64, 64}, 32}, cl)->spec().family, Family::stream);
+}
+
+TEST(Heuristics, ChannelsLastTensorsOfGroupsOf32ByteRunsTakeAClusterAGroupUpTo160Kb) {
+  // from 96 KB to 160 KB of x a compute unit, 16-bit groups whose C/G channels are 32 bytes or
+  // more of 16-byte vectors: the onchip forward in parts, 256 x 8 x 8 with its rows held as
+  // loaded (H200, bench/results/h200; heuristics.cpp, kOnchipPartsClFwdWideBytesPerCu):
+  // vae_128x512 in 16 parts, det_50x84x1024 in 9, sdxl_64x1280 in 11; not 16-byte runs
+  // (odd_1d_8191_c256, C/G = 8) nor past 160 KB (det_100x168x512, 254 KB), which stream, as do
+  // all of them where clusters hold no more than a portable 8 parts (no instance of at most
+  // kOnchipPartsClFwdMostChunkElements holds the groups then)
+  const Layout cl = Layout::channels_last;
+  const char* held = "gn_fwd_f16_f16_cl_swish_onchip_b256_v8_e8";
+  std::vector<Shape> stream = {Shape{4, 256, {8191}, 32}, Shape{2, 512, {100, 168}, 32}};
+  const Shape vae{1, 512, {128, 128}, 32}, det{2, 1024, {50, 84}, 32}, sdxl{2, 1280, {64, 64}, 32};
+  if (wide_clusters()) {
+    expect_parts(vae, cl, held, 16);
+    expect_parts(det, cl, held, 9);
+    expect_parts(sdxl, cl, held, 11);
+  } else {
+    stream.insert(stream.end(), {vae, det, sdxl});
+  }
+  for (const Shape& s : stream)
+    if (reaches(Family::stream, s, cl))  // (a smaller preset)
+      EXPECT_EQ(choose(s, cl)->spec().family, Family::stream);
 }
 
 TEST(Heuristics, OnchipChannelsLastForwardTakesSlotsLoadedAtOnceFirst) {
@@ -798,7 +825,7 @@ TEST(Heuristics, SmallChannelsLastTensorsGoResident) {
   // onchip keeps the small tensors' groups of up to 32K elements whatever their vector
   // (sd15_16x2560, 20480 elements of 16-byte vectors; sd15_16x640 and sd15_32x320, C/G = 20
   // and 10: 4-byte vectors; sd15_32x960, 30720 elements); from 48 KB a compute unit the older
-  // families (sd15_64x640: stream) and, at 10x the channels' bytes a compute unit, stream even
+  // families (sd15_64x960, C/G = 30: stream) and, at 10x the channels' bytes a compute unit, stream even
   // with C/G = 40
   const DataType f16 = DataType::f16;
   const Layout cl = Layout::channels_last;
@@ -807,7 +834,7 @@ TEST(Heuristics, SmallChannelsLastTensorsGoResident) {
   for (const Shape& s : {Shape{2, 2560, {16, 16}, 32}, Shape{2, 640, {16, 16}, 32}, Shape{2, 320, {32, 32}, 32},
                          Shape{2, 960, {32, 32}, 32}})
     if (reaches(Family::onchip, s, cl)) EXPECT_EQ(choose(s, cl)->spec().family, Family::onchip) << s.c;
-  EXPECT_EQ(choose({2, 640, {64, 64}, 32}, Layout::channels_last)->spec().family, Family::stream);
+  EXPECT_EQ(choose({2, 960, {64, 64}, 32}, Layout::channels_last)->spec().family, Family::stream);
   EXPECT_EQ(choose({2, 1280, {96, 96}, 32}, Layout::channels_last)->spec().family, Family::stream);
   // a tiny tensor of groups narrower than the vector (instance_norm_32x64, C/G = 1): onchip, a
   // column a workgroup or a cluster, the most workgroups: where the device has clusters 128 x 8

@@ -31,6 +31,16 @@ constexpr double kResidentClFwdBytesPerCu = 48 << 10;
 // The channels-last forward's onchip family in parts below this many bytes of x a compute unit
 // (below).
 constexpr double kOnchipPartsClFwdBytesPerCu = 72 << 10;
+// ... and of 16-bit groups whose C/G channels span 16-byte multiples of at least this many bytes
+// below this many bytes of x a compute unit (below).
+constexpr double kOnchipPartsClFwdWideBytesPerCu = 160 << 10;
+constexpr int kOnchipPartsClFwdWideRunBytes = 32;
+// ... by instances of at most this many elements a workgroup: of 1024 threads (32768) none was
+// within 15% of the fastest past 72 KB (H200, fp16, bench.py --best, 2026-11-30: sd15_64x640
+// 1024 x 4 x 8 21.6 us against 256 x 4 x 8's 17.0, sdxl_32x2560 18.8 against 16.1, vae_128x512
+// 30.9 against 20.5), so where a device's clusters cannot hold a group in smaller parts (a
+// portable cluster's 8) the later rules take it.
+constexpr std::int64_t kOnchipPartsClFwdMostChunkElements = 16384;
 // The channels-last onchip backward's groups past 32K elements in parts below this many bytes
 // of x a compute unit, where C/G spans at least this many bytes (below).
 constexpr double kOnchipPartsClBwdBytesPerCu = 60 << 10;
@@ -149,18 +159,34 @@ RuleTables sm_90() {
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
           .bytes_per_cu(0, kOnchipPartsClFwdBytesPerCu)
           .vector_bytes(8),
-      // ... and on to 96 KB where C/G's channels take 16-byte vectors: on the H200 the H100's
-      // exception above turned round (fp16 / bf16 SiLU, L2-cold, bench.py --best, 2026-11-29,
-      // bench/results/h200): sdxl_32x2560 (78 KB, C/G = 80) onchip 256 x 8 x 4 in 11 parts 16.3
-      // / 16.2 us against split 17.3-18.8 / 17.7-17.8; not past 96 KB (vae_128x512, 124 KB, C/G
-      // = 16: onchip at best 25.2 / 26.2 against stream 23.6 / 23.4; det_50x84x1024, 127 KB,
-      // 25.0 / 26.4 against 23.4 / 23.7), nor C/G of 8-byte vectors, whose order among the
-      // onchip instances is not measured there (sd15_64x640, 78 KB, C/G = 20: onchip 512 x 2 x
-      // 16 18.9 against stream 19.2, but 1024 x 4 x 8 22.3) ...
-      Rule{Family::onchip, kAny, 0, "channels-last, a small tensor of large 16-byte groups: a thread-block cluster a group",
+      // ... and on to 96 KB for 16-bit values where C/G's channels take 8-byte vectors or wider:
+      // on the H200 the H100's exception above turned round (fp16 / bf16 SiLU, L2-cold, bench.py
+      // --best, 2026-11-29, bench/results/h200): sdxl_32x2560 (78 KB, C/G = 80) onchip 256 x 8 x 4
+      // in 11 parts 16.3 / 16.2 us against split 17.3-18.8 / 17.7-17.8; and since the parts
+      // kernel that holds its rows as loaded (fa36957; 2026-11-30, bench/NOTES.md, "The
+      // channels-last onchip forward's rows held as loaded") C/G of 8-byte vectors too
+      // (sd15_64x640, 78 KB, C/G = 20: 256 x 4 x 8 17.0 / 17.8 against stream 18.8 / 18.7) ...
+      Rule{Family::onchip, kAny, 0, "channels-last, a small tensor of large 16-bit groups: a thread-block cluster a group",
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
           .bytes_per_cu(kOnchipPartsClFwdBytesPerCu, kSmallBytesPerCu)
+          .vector_bytes(8)
+          .chunks_of_at_most(kOnchipPartsClFwdMostChunkElements)
+          .only({DataType::f16, DataType::bf16}),
+      // ... and on to 160 KB where C/G's channels are 32 bytes or more of 16-byte vectors, since
+      // that kernel (256 x 8 x 8 in parts at 79 registers a thread, one round of clusters;
+      // 2026-11-30, bench/results/h200, fp16 / bf16): vae_128x512 (124 KB, C/G = 16) 20.5 / 21.1
+      // us against stream 22.6 / 22.8; det_50x84x1024 (127 KB, 32) 19.8 / 20.8 against 23.7 /
+      // 23.7; sdxl_64x1280 (155 KB, 40) 25.2 / 26.6 against 26.6 / 26.9; odd_61x67_c1280 (155
+      // KB, 40) 25.5 / 26.3 against 26.5 / 26.8. Not 16-byte runs (odd_1d_8191_c256, 124 KB,
+      // C/G = 8: 27.6 / 27.7 against stream 21.6 / 21.9), nor past 160 KB, where the groups no
+      // longer fit the registers at once (det_100x168x512, 254 KB, C/G = 16: 71.9 / 70.4
+      // against 34.1 / 34.3), nor 4-byte vectors (sd15_64x960, 116 KB: 24.4 against 22.5) ...
+      Rule{Family::onchip, kAny, 0, "channels-last, a tensor of large groups of 32-byte or wider 16-byte runs: a thread-block cluster a group",
+           std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
+          .bytes_per_cu(kSmallBytesPerCu, kOnchipPartsClFwdWideBytesPerCu)
           .group_runs(16)
+          .runs_from(kOnchipPartsClFwdWideRunBytes)
+          .chunks_of_at_most(kOnchipPartsClFwdMostChunkElements)
           .only({DataType::f16, DataType::bf16}),
       // ... and fp32 groups of up to 64K elements with 8-byte vectors or wider, whatever the
       // tensor's size, as the channels-first fp32 rule below: the stream family, sized on
@@ -747,6 +773,20 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
       // against 256 x 4 x 8 in 8 8.32; g16_32x640 the exception, 6.55 against 7.02), nor 64
       // (sd15_32x1280 10.64 against 512 x 4 x 8 in 3 9.45). H200, fp16 SiLU, L2-cold, bench.py
       // --best, the two sides in one session (bench/NOTES.md, "Sixteen parts").
+      // 16-bit groups in parts from 72 KB of x a compute unit (the two rules above that reach
+      // past kOnchipPartsClFwdBytesPerCu), after the slots at once: the instances of 256 threads
+      // whose parts kernel holds its rows as loaded (onchip_rows_bits, fa36957: 256 x 8 x 8 at
+      // 79 registers a thread, not 128), whatever their parts. H200, fp16 / bf16 SiLU, L2-cold,
+      // bench.py --best, 2026-11-30 (bench/results/h200): vae_128x512 256 x 8 x 8 in 16 parts
+      // 20.5 / 21.1 us against 512 x 2 x 16 and 512 x 4 x 8 24.9-28.1 and 1024 x 4 x 8 in 8 30.9
+      // / 30.7; det_50x84x1024 19.8 / 20.8 against 24.9-30.3; sdxl_64x1280 and odd_61x67_c1280
+      // 25.2-26.6 against 33.3-40.8; sd15_64x640 (C/G = 20) 256 x 4 x 8 in 11 17.0 / 17.8
+      // against 512 x 4 x 8 18.3 / 18.4 and 1024 x 4 x 8 in 3 21.6 / 21.5. Below 72 KB not so
+      // (sd15_32x1920, 29 KB: 1024 x 4 x 8 in 2 12.2 / 12.1 against 256 x 4 x 8 in 8 13.6 / 11.2).
+      const auto held = [&](const InstanceSpec& s) {
+        return s.block <= kOnchipClFwdPartThreads && onchip_rows_bits(int(size_of(p.x_dtype)), s.vector, s.per_thread);
+      };
+      if (bytes_per_cu(p, cus) >= kOnchipPartsClFwdBytesPerCu && held(x) != held(y)) return held(x);
       const bool wide_a = pa.parts > kClusterPortable, wide_b = pb.parts > kClusterPortable;
       if (sixteen_bit && wide_a != wide_b)
         return wide_a == (double(p.num_groups()) * kClusterPortable <= kOnchipClFwdWidePartsBelowCuShare * cus);
