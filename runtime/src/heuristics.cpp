@@ -748,6 +748,16 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     };
     // (rows: a column's instances, groups narrower than the vector, were not measured so)
     const bool once_a = sixteen_bit && !ca && once(x, pa), once_b = sixteen_bit && !cb && once(y, pb);
+    if (sixteen_bit && in_parts) {
+      // 16-bit groups in parts: before the slots at once, the fewer rounds of clusters where the
+      // device answers them (Instance::onchip_rounds; since fa36957 a parts kernel with the rows
+      // held as loaded runs more at once). H200, fp16 / bf16 SiLU, L2-cold, bench.py --best,
+      // 2026-11-30, thirty-fifth session (bench/NOTES.md, "Rounds before the slots at once"):
+      // det_25x42x2048 256 x 8 x 8 in 5 parts 10.91 / 11.20 us against 256 x 8 x 4 in 9 12.51 /
+      // 12.59.
+      const std::int64_t ra = a.onchip_rounds(p, pa), rb = b.onchip_rounds(p, pb);
+      if (ra > 0 && rb > 0 && ra != rb) return ra < rb;
+    }
     if (once_a != once_b) return once_a;
     if (once_a && once_b && !in_parts && std::min(x.vector, y.vector) * size_of(p.x_dtype) >= 8) {
       // 16-bit groups below the parts' 8K elements, both instances loading at once with vectors
