@@ -677,6 +677,10 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
   const bool ca = a.columns(p), cb = b.columns(p);
   const Instance::OnchipParts pa = in_parts || ca ? a.onchip_parts(p) : Instance::OnchipParts{},
                               pb = in_parts || cb ? b.onchip_parts(p) : Instance::OnchipParts{};
+  // and how many rounds of their clusters the device runs (Instance::onchip_rounds; 0 where it
+  // does not answer), for the two tie-breaks that ask it
+  const std::int64_t ra = in_parts ? a.onchip_rounds(p, pa) : 0, rb = in_parts ? b.onchip_rounds(p, pb) : 0;
+  const bool fewer_rounds_decide = ra > 0 && rb > 0 && ra != rb;
   if (describe(x.family).columns_channels_last && p.layout == Layout::channels_last) {
     // groups narrower than the vector take a workgroup a column of V channels
     // (fwd_onchip_columns, bwd_onchip_columns): the most workgroups before the widest vector,
@@ -755,8 +759,7 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
       // 2026-11-30, thirty-fifth session (bench/NOTES.md, "Rounds before the slots at once"):
       // det_25x42x2048 256 x 8 x 8 in 5 parts 10.91 / 11.20 us against 256 x 8 x 4 in 9 12.51 /
       // 12.59.
-      const std::int64_t ra = a.onchip_rounds(p, pa), rb = b.onchip_rounds(p, pb);
-      if (ra > 0 && rb > 0 && ra != rb) return ra < rb;
+      if (fewer_rounds_decide) return ra < rb;
     }
     if (once_a != once_b) return once_a;
     if (once_a && once_b && !in_parts && std::min(x.vector, y.vector) * size_of(p.x_dtype) >= 8) {
@@ -774,15 +777,6 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
       if (x.per_thread != y.per_thread) return x.per_thread > y.per_thread;
     }
     if (in_parts) {
-      // 16-bit: parts past a portable cluster's 8 (Instance::onchip_parts) only for groups so
-      // few that clusters of 8 would not fill the compute units once: layer_norm_32x64 (2
-      // groups) 256 x 8 x 2 in 16 parts 4.06 us against 256 x 4 x 8 in 8 5.44;
-      // odd_97x89_c160_g8 (16 groups; H200, fp16 / bf16, the sixteenth session's instance
-      // tables, bench/NOTES.md, "Whole groups at once") 512 x 4 x 8 in 11 11.87 / 11.94 against
-      // 1024 x 4 x 8 in 6 12.89 / 12.91; not 32 groups (vae_64x512 256 x 8 x 2 in 16 9.26
-      // against 256 x 4 x 8 in 8 8.32; g16_32x640 the exception, 6.55 against 7.02), nor 64
-      // (sd15_32x1280 10.64 against 512 x 4 x 8 in 3 9.45). H200, fp16 SiLU, L2-cold, bench.py
-      // --best, the two sides in one session (bench/NOTES.md, "Sixteen parts").
       // 16-bit groups in parts from 72 KB of x a compute unit (the two rules above that reach
       // past kOnchipPartsClFwdBytesPerCu), after the slots at once: the instances of 256 threads
       // whose parts kernel holds its rows as loaded (onchip_rows_bits, fa36957: 256 x 8 x 8 at
@@ -792,11 +786,21 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
       // / 30.7; det_50x84x1024 19.8 / 20.8 against 24.9-30.3; sdxl_64x1280 and odd_61x67_c1280
       // 25.2-26.6 against 33.3-40.8; sd15_64x640 (C/G = 20) 256 x 4 x 8 in 11 17.0 / 17.8
       // against 512 x 4 x 8 18.3 / 18.4 and 1024 x 4 x 8 in 3 21.6 / 21.5. Below 72 KB not so
-      // (sd15_32x1920, 29 KB: 1024 x 4 x 8 in 2 12.2 / 12.1 against 256 x 4 x 8 in 8 13.6 / 11.2).
+      // (sd15_32x1920, 58 KB: 1024 x 4 x 8 in 2 12.1 / 12.1 against 256 x 4 x 8 in 8 13.4 / 11.3,
+      // the two types apart).
       const auto held = [&](const InstanceSpec& s) {
         return s.block <= kOnchipClFwdPartThreads && onchip_rows_bits(int(size_of(p.x_dtype)), s.vector, s.per_thread);
       };
       if (bytes_per_cu(p, cus) >= kOnchipPartsClFwdBytesPerCu && held(x) != held(y)) return held(x);
+      // 16-bit: parts past a portable cluster's 8 (Instance::onchip_parts) only for groups so
+      // few that clusters of 8 would not fill the compute units once: layer_norm_32x64 (2
+      // groups) 256 x 8 x 2 in 16 parts 4.06 us against 256 x 4 x 8 in 8 5.44;
+      // odd_97x89_c160_g8 (16 groups; H200, fp16 / bf16, the sixteenth session's instance
+      // tables, bench/NOTES.md, "Whole groups at once") 512 x 4 x 8 in 11 11.87 / 11.94 against
+      // 1024 x 4 x 8 in 6 12.89 / 12.91; not 32 groups (vae_64x512 256 x 8 x 2 in 16 9.26
+      // against 256 x 4 x 8 in 8 8.32; g16_32x640 the exception, 6.55 against 7.02), nor 64
+      // (sd15_32x1280 10.64 against 512 x 4 x 8 in 3 9.45). H200, fp16 SiLU, L2-cold, bench.py
+      // --best, the two sides in one session (bench/NOTES.md, "Sixteen parts").
       const bool wide_a = pa.parts > kClusterPortable, wide_b = pb.parts > kClusterPortable;
       if (sixteen_bit && wide_a != wide_b)
         return wide_a == (double(p.num_groups()) * kClusterPortable <= kOnchipClFwdWidePartsBelowCuShare * cus);
@@ -842,8 +846,7 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     // 256 x 8 x 8 in 4 (62, two rounds) 16.2 / 16.3, where the most parts win below one round
     // (sd15_32x960, 256 x 8 x 2 in 8, 92 at once: 7.4 / 7.2 against 256 x 8 x 4 in 4's 8.4 /
     // 8.2).
-    const std::int64_t ra = a.onchip_rounds(p, pa), rb = b.onchip_rounds(p, pb);
-    if (ra > 0 && rb > 0 && ra != rb) return ra < rb;
+    if (fewer_rounds_decide) return ra < rb;
     // groups that may be held in parts (Instance::onchip_parts): the instance whose slots the
     // group's part fills most (in eighths); then channels-last the fewest parts (of those that
     // cover half the compute units, from kOnchipPartsSpreadFromElements), or the most where the
