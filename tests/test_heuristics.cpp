@@ -542,9 +542,10 @@ TEST(Heuristics, SmallChannelsLastTensorsOfWideGroupsSplit) {
   // det 25x42 C=2048 (8.6 MB, 65 KB a compute unit, C/G = 64), sdxl 32x32 C=2560 (78 KB, C/G =
   // 80), sd15_32x1280 (C/G = 40), g16_32x640 (C/G = 40) and layer_norm_32x64 (C/G = 64, a tiny
   // tensor), vae_64x512 (C/G = 16, 32-byte runs, 31 KB): split (kSplitClFwdRunBytes); not at
-  // C/G = 20 (sd15_64x640, 78 KB) or 60 (sd15_32x1920, 58 KB), which stream. Where the device
-  // has clusters, those below 72 KB a compute unit are the onchip family's, in parts, and so
-  // are those of 8-byte C/G below 96 KB (sdxl 32x32 C=2560, sd15_64x640; the test below).
+  // C/G = 20 (sd15_64x640, 78 KB) or 60 (sd15_32x1920, 58 KB), which stream where the device
+  // has no clusters. Where it has them, those below 72 KB a compute unit are the onchip
+  // family's, in parts, and so are those of 8-byte C/G below 96 KB (sdxl 32x32 C=2560,
+  // sd15_64x640; the test below).
   const Layout cl = Layout::channels_last;
   if (!reaches(Family::split, {2, 2048, {25, 42}, 32}, cl) || !reaches(Family::stream, {2, 640, {64, 64}, 32}, cl))
     GTEST_SKIP() << "no split or stream instance of this build reaches the shapes";
@@ -575,6 +576,16 @@ void expect_parts(const Shape& s, Layout layout, const char* want, int parts, Op
   Problem p = make_problem(s, DataType::f16, DataType::f16, layout, Activation::swish);
   p.op = op;
   EXPECT_EQ(inst->onchip_parts(p).parts, parts) << inst->name();
+}
+
+// Whether the device answers how many rounds of clusters the fp16 forward instance `name` runs
+// s in (Instance::onchip_rounds: only a device does), which decides between onchip
+// configurations; false where the preset lacks it.
+bool answers_rounds(const char* name, const Shape& s, Layout layout) {
+  const Instance* inst = Registry::global().find(name);
+  if (!inst) return false;
+  const Problem p = make_problem(s, DataType::f16, DataType::f16, layout, Activation::swish);
+  return inst->onchip_rounds(p, inst->onchip_parts(p)) > 0;
 }
 
 TEST(Heuristics, SmallChannelsLastTensorsOfLargeGroupsTakeAClusterAGroup) {
@@ -668,9 +679,7 @@ TEST(Heuristics, OnchipChannelsLastForwardTakesSlotsLoadedAtOnceFirst) {
     // where the device answers the rounds of clusters (only a device does), fewer rounds first:
     // 256 x 8 x 8 in 5 parts (bench/NOTES.md, "Rounds before the slots at once")
     const char* e8 = "gn_fwd_f16_f16_cl_swish_onchip_b256_v8_e8";
-    const Problem det = make_problem({2, 2048, {25, 42}, 32}, DataType::f16, DataType::f16, cl, Activation::swish);
-    const Instance* held = Registry::global().find(e8);
-    const bool rounds = held && held->onchip_rounds(det, held->onchip_parts(det)) > 0;
+    const bool rounds = answers_rounds(e8, {2, 2048, {25, 42}, 32}, cl);
     expect_parts(Shape{2, 2048, {25, 42}, 32}, cl, rounds ? e8 : e4, rounds ? 5 : 9);
   } else
     expect_parts(Shape{2, 2048, {25, 42}, 32}, cl, v4, 5);
@@ -702,10 +711,7 @@ TEST(Heuristics, ChannelsFirstGroupsOf8KTo64KTakeAClusterAGroup) {
   const char* e2 = "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e2";
   const char* e4 = "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e4";
   expect_parts(Shape{2, 640, {32, 32}, 32}, cf, e2, 5);
-  // whether the device answers the rounds of these clusters (only a device does)
-  const Instance* four = Registry::global().find(e4);
-  const Problem sd = make_problem({2, 320, {64, 64}, 32}, DataType::f16, DataType::f16, cf, Activation::swish);
-  const bool rounds = four && four->onchip_rounds(sd, four->onchip_parts(sd)) > 0;
+  const bool rounds = answers_rounds(e4, {2, 320, {64, 64}, 32}, cf);
   const bool two = !rounds && wide;  // 256 x 8 x 2 in 10
   expect_parts(Shape{2, 1280, {32, 32}, 32}, cf, two ? e2 : e4, two ? 10 : 5);
   expect_parts(Shape{2, 320, {64, 64}, 32}, cf, two ? e2 : e4, two ? 10 : 5);
