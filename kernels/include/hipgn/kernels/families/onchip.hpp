@@ -30,6 +30,10 @@ inline constexpr bool kOnchipWidenAfterLoads =
 // slots a thread. 512 x 2 x 16 ran 0.88-0.94x the time with it (sd15_32x320 7.7 -> 6.9 us fp16,
 // 8.0 -> 7.0 bf16; sd15_16x1920 6.9 -> 6.5), 1024 x 2 x 16 0.96-1.01x; 8-byte vectors of eight
 // slots 1.06-1.08x (bench/NOTES.md, "bf16's loads in rounds" and "Sixteen 4-byte slots").
+template <typename Traits>
+inline constexpr bool kOnchipRowsWidenAfterLoads =
+    sizeof(typename Traits::XType) == 2 && Traits::kVectorSize == 2 && Traits::kPerThread >= 16;
+
 // Which channels-last forward instances also have their parts kernel with the rows held as
 // loaded (16-bit x: half the registers of their fp32 values, widened again at each of their
 // three uses; fwd_onchip_rows' kBits). It costs instructions and saves registers: 256 x 8 x 4
@@ -60,9 +64,6 @@ inline RowsBitsMode onchip_rows_bits_mode() {
   }();
   return mode;
 }
-template <typename Traits>
-inline constexpr bool kOnchipRowsWidenAfterLoads =
-    sizeof(typename Traits::XType) == 2 && Traits::kVectorSize == 2 && Traits::kPerThread >= 16;
 
 // The onchip forward's parts of a group (fwd_onchip_parts_kernel) exchange their (mean, M2)
 // through distributed shared memory: each pushes its pair to every part, waits for all of them
