@@ -62,26 +62,26 @@ fi
 # "Chunks of a sample").
 if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer > /dev/null; then
   filter='*FwdInstance*f16_f16_cf_swish_onchip_b256_v8_e2:*FwdInstance*f16_f16_cl_swish_onchip_b512_v2_e16:*FwdInstance*bf16_bf16_cl_swish_onchip_b256_v4_e8:*FwdInstance*f16_f16_cf_swish_resident_b256_v8_e4:*FwdInstance*f16_f16_cf_swish_stream_b512_v8_e1:*FwdInstance*bf16_f32_cf_none_stream_b256_v8_e1:*FwdInstance*f32_f32_cf_swish_stream_b512_v4_e2:*FwdInstance*f16_f16_cl_swish_stream_b512_v8_e1:*FwdInstance*bf16_f32_cl_none_stream_b256_v8_e1:*FwdInstance*f32_f32_cl_swish_stream_b512_v4_e2:*FwdInstance*f16_f16_cl_swish_resident_b512_v8_e8:*FwdInstance*f32_f32_cf_none_resident_b512_v4_e2:*FwdInstance*bf16_f32_cl_none_resident_b256_v8_e2:*FwdInstance*f16_f16_cf_swish_split_b256_v8_e4:*FwdInstance*bf16_bf16_cl_none_split_b256_v8_e4:*FwdInstance*f16_f16_cf_swish_looped_b256_v8_e4:*BwdInstance*bwd_f16_f16_cl_swish_resident_b512_v8_e4:*BwdInstance*dx_f32_f32_cl_swish_resident_b256_v4_e2:*BwdInstance*dgb_bf16_f32_cl_none_resident_b512_v8_e2:*BwdInstance*bwd_f16_f16_cl_swish_stream_b512_v8_e1:*BwdInstance*dx_f32_f32_cl_none_stream_b256_v4_e1:*BwdInstance*bwd_bf16_f32_cf_swish_onchip_b256_v8_e2:*BwdInstance*bwd_f16_f16_cf_swish_split_b256_v8_e4:*BwdInstance*bwd_bf16_f32_cl_swish_onchip_b512_v2_e32:*BwdInstance*dgb_f16_f16_cl_none_onchip_b512_v8_e4'
+  # sanitize NAME LABEL LIMIT FILTER [VAR=VALUE ...]: the tests FILTER picks under $tool with
+  # those variables, logged in $OUT/sanitize_NAME.log, its summary echoed; a failure fails the check
+  sanitize() {
+    local log="$OUT/sanitize_$1.log" label=$2 limit=$3 filter=$4
+    shift 4
+    env "$@" timeout "$limit" compute-sanitizer --tool $tool --error-exitcode 9 $BUILD/tests/hipgn_tests \
+      --gtest_filter="$filter" > "$log" 2>&1
+    local src=$?
+    echo "compute-sanitizer $tool$label: rc=$src, $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1) $(grep -cE "^\[       OK" "$log") tests ok"
+    [ $src -eq 0 ] || rc=1
+  }
   for tool in memcheck racecheck synccheck; do
     cl=""; [ $tool = synccheck ] && cl=portable
-    HIPGN_CLUSTERS=$cl timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 $BUILD/tests/hipgn_tests --gtest_filter="$filter" \
-      > "$OUT/sanitize_$tool.log" 2>&1
-    src=$?
-    echo "compute-sanitizer $tool: rc=$src, $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitize_$tool.log" | tail -1) $(grep -cE "^\[       OK" "$OUT/sanitize_$tool.log") tests ok"
-    [ $src -ne 0 ] && rc=1
+    sanitize $tool "" 200 "$filter" HIPGN_CLUSTERS=$cl
     # the waves, one instance
-    HIPGN_STREAM_WAVES=always timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 $BUILD/tests/hipgn_tests \
-      --gtest_filter='*StreamWaves*f16_f16_cf_swish_stream_b512_v8_e1' > "$OUT/sanitize_waves_$tool.log" 2>&1
-    src=$?
-    echo "compute-sanitizer $tool, waves: rc=$src, $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitize_waves_$tool.log" | tail -1) $(grep -cE "^\[       OK" "$OUT/sanitize_waves_$tool.log") tests ok"
-    [ $src -ne 0 ] && rc=1
+    sanitize waves_$tool ", waves" 300 '*StreamWaves*f16_f16_cf_swish_stream_b512_v8_e1' HIPGN_STREAM_WAVES=always
     # the channels-last onchip forward's parts with the rows held as loaded, two instances
-    HIPGN_CLUSTERS=$cl HIPGN_ONCHIP_ROWS_BITS=always timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 \
-      $BUILD/tests/hipgn_tests --gtest_filter='*OnchipRowsBits*f16_f16_cl_swish_onchip_b256_v8_e4:*OnchipRowsBits*bf16_bf16_cl_swish_onchip_b256_v4_e8' \
-      > "$OUT/sanitize_rows_bits_$tool.log" 2>&1
-    src=$?
-    echo "compute-sanitizer $tool, rows held as loaded: rc=$src, $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitize_rows_bits_$tool.log" | tail -1) $(grep -cE "^\[       OK" "$OUT/sanitize_rows_bits_$tool.log") tests ok"
-    [ $src -ne 0 ] && rc=1
+    sanitize rows_bits_$tool ", rows held as loaded" 200 \
+      '*OnchipRowsBits*f16_f16_cl_swish_onchip_b256_v8_e4:*OnchipRowsBits*bf16_bf16_cl_swish_onchip_b256_v4_e8' \
+      HIPGN_CLUSTERS=$cl HIPGN_ONCHIP_ROWS_BITS=always
   done
 fi
 # the README's main job, timed for real: every instance verified (exit 0), the CSV written
