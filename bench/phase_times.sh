@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# On the GPU machine: where a stream or resident kernel's (or a channels-last onchip forward's)
-# time goes, phase by phase.
+# On the GPU machine: where a stream or resident kernel's (or a channels-last onchip forward's or
+# backward's) time goes, phase by phase.
 # Builds the profiler with HIPGN_PHASE_TIMES (primitives/phase_clock.hpp: clock64() at each
 # phase's end and each grid barrier's, printed by a few workgroups) in $BUILD with PRESET
 # (default minimal, a minute), PHASE_DEFINES (more macros for the CUDA code: an experiment's) and
@@ -42,10 +42,11 @@ names = {
     "fwd_resident_cl": ["loads", "thread stats", "to groups", "exchange", "scale, shift", "stores issued", "start"],
     "fwd_onchip_cl": ["loads", "mean", "squares", "parts' exchange", "stores issued"],
     "bwd_stream_cl": ["phase 1 loads", "phase 1 reductions", "barrier", "phase 2 setup", "phase 2 rows", "dgamma, dbeta"],
+    "bwd_onchip_cl": ["loads", "thread sums", "channel sums", "block sum", "parts' exchange", "dx stores issued"],
 }
 lines = [l for l in open(sys.argv[1]) if l.startswith("phase_times ")]
 if not lines:
-    print("no phase_times lines: was the instance a stream kernel, a resident forward or a channels-last onchip forward, and the build made with HIPGN_PHASE_TIMES? The profiler said:")
+    print("no phase_times lines: was the instance a stream kernel, a resident forward or a channels-last onchip kernel, and the build made with HIPGN_PHASE_TIMES? The profiler said:")
     print("".join(open(sys.argv[1]).readlines()[-8:]))
     sys.exit()
 kernel = lines[0].split()[1]

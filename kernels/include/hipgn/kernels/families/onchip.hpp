@@ -818,6 +818,9 @@ __device__ __forceinline__ void bwd_onchip_rows(const Params& p, const GroupView
   // this thread's count there too, ptxas kept the predicates in a register that it spilled,
   // 4-16 bytes, in the dgb and dx kernels; with none, a workgroup of 16 vectors a thread
   // holding 5 computed 16)
+  // bench/phase_times.sh: loads | the thread's sums | the channel sums | the block sum | the
+  // parts' exchange | dx stores issued (the laps cost registers: fwd_onchip_rows says what that does)
+  PhaseClock<6> phases;
   using Raw = Bits<VecT>;
   Raw bx[E] = {}, bdy[E] = {};
 #pragma unroll
@@ -827,6 +830,7 @@ __device__ __forceinline__ void bwd_onchip_rows(const Params& p, const GroupView
       bdy[e] = *reinterpret_cast<const Raw*>(dys + e * step);
     }
   }
+  phases.lap_after(0, bx, bdy);
   auto rx = [&](int e) { return from_bits<VecT>(bx[e]); };
   auto rdy = [&](int e) { return from_bits<VecT>(bdy[e]); };
   float gamma[V], beta[V];
@@ -850,6 +854,7 @@ __device__ __forceinline__ void bwd_onchip_rows(const Params& p, const GroupView
       }
     }
   }
+  phases.lap(1);
   if (wants_channel_sums<Traits>(p)) {
     // thread u's element i at slot i * kRowsSlots + rows_slot(u): a wavefront's stores are
     // consecutive, and one channel's partials (threads r columns + column, a stride of columns)
@@ -882,6 +887,7 @@ __device__ __forceinline__ void bwd_onchip_rows(const Params& p, const GroupView
     }
     if constexpr (!kParts) arrive_after_sums<Traits>(p, g, arrival);
   }
+  phases.lap(2);
   // dx = rstd (gamma dy' - A/M - xhat B/M) = slope dy' + dslope (x - mean) + dconst
   float ab[2] = {0.f, 0.f};
   if constexpr (kWritesDx<Traits>) {
@@ -889,11 +895,13 @@ __device__ __forceinline__ void bwd_onchip_rows(const Params& p, const GroupView
     for (int i = 0; i < V; ++i) ab[0] += gamma[i] * c1[i], ab[1] += gamma[i] * c2[i];
     block_sum_array<B>(ab);
   }
+  phases.lap(3);
   if constexpr (kParts) {
     if (t == 0) sums->ab = make_float2(ab[0], ab[1]);
     add_parts<Traits>(p, *sums, sample, view.channel0, columns * V, ab);
     if (part == 0) arrive_after_sums<Traits>(p, g, arrival);
   }
+  phases.lap(4);
   if constexpr (kWritesDx<Traits>) {
     const float inv_m = 1.f / float(p.group_elements);
     float dconst[V], dslope[V];  // the group's, the same for every channel
@@ -901,6 +909,8 @@ __device__ __forceinline__ void bwd_onchip_rows(const Params& p, const GroupView
     for (int i = 0; i < V; ++i) dconst[i] = -rstd * ab[0] * inv_m, dslope[i] = -rstd * rstd * rstd * ab[1] * inv_m;
     store_held_dx<Traits, kHoldTerms>(p, first, step, mine, bx, bdy, held_d, held_g, k, dslope, dconst);
   }
+  phases.lap(5);
+  phases.report("bwd_onchip_cl");
 }
 
 // Family onchip, channels-last backward, groups narrower than the vector: fwd_onchip_columns'

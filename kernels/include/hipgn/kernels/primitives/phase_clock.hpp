@@ -36,10 +36,15 @@ struct PhaseClock {
   long long last;
   unsigned long long start_ns;
   __device__ PhaseClock() { last = clock64(), start_ns = global_timer_ns(); }
-  // lap(i) once `held` (registers a load fills) has arrived: a lap alone does not wait for
-  // loads, whose first use the compiler may place after it
+  // lap(i) once every array of `held` (registers loads fill) has arrived: a lap alone does not
+  // wait for loads, whose first use the compiler may place after it
+  template <typename... Held>
+  __device__ void lap_after(int i, const Held&... held) {
+    (touch(held), ...);
+    lap(i);
+  }
   template <typename H, int N>
-  __device__ void lap_after(int i, const H (&held)[N]) {
+  __device__ static void touch(const H (&held)[N]) {
     static_assert(sizeof(H) % 4 == 0 || sizeof(H) == 2, "whole words, or one 16-bit value");
     for (int k = 0; k < N; ++k) {
       if constexpr (sizeof(H) == 2) {
@@ -52,7 +57,6 @@ struct PhaseClock {
         for (unsigned x : w) asm volatile("" ::"r"(x));
       }
     }
-    lap(i);
   }
   __device__ void lap(int i) {
     __syncthreads();
@@ -70,8 +74,8 @@ struct PhaseClock {
   }
 #else
   __device__ __forceinline__ void lap(int) {}
-  template <typename H, int N>
-  __device__ __forceinline__ void lap_after(int, const H (&)[N]) {}
+  template <typename... Held>
+  __device__ __forceinline__ void lap_after(int, const Held&...) {}
   __device__ __forceinline__ void report(const char*) const {}
 #endif
 };
