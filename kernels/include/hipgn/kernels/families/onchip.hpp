@@ -700,23 +700,69 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_columns_parts_k
 #endif
 }
 
-// Whether the channels-last onchip backward keeps the fp32 terms of x and dy (2 E V registers)
-// for dx: where they take at most half of a thread's 64K / B registers; else it computes them
-// again from x and dy as loaded.
+// Where the channels-last onchip backward keeps the fp32 terms of x and dy for dx: in registers
+// (held: 2 E V of them, where they take at most half of a thread's 64K / B registers); else dy'
+// (the activation's derivative applied: two MUFU operations an element under Swish) in shared
+// memory, x - mean computed again from x as loaded (staged: E V B floats, where the target has
+// the room); else neither, both computed again from x and dy as loaded (recomputed). Staged
+// against recomputed, 512 x 2 x 32 (the one configuration the default preset recomputes): 0.92-
+// 0.95 of its time where it is dispatched (sd15_32x1280, sd15_32x1920), 0.82-0.95 on the groups
+// of 16 channels or more; staged in place of held, the 512-thread instances ran 1.03-1.06x
+// slower at half the registers (H200, fp16 / bf16 SiLU, L2-cold, bench.py --best; bench/NOTES.md,
+// "dy' staged in shared memory").
+enum class DxTerms { held, staged, recomputed };
+
 template <typename Traits>
-inline constexpr bool kOnchipHoldsTerms = 2 * Traits::kPerThread * Traits::kVectorSize * Traits::kBlockSize <= 32768;
+inline constexpr std::size_t kOnchipStagedBytes =
+    std::size_t(Traits::kBlockSize) * Traits::kPerThread * Traits::kVectorSize * sizeof(float);
+
+// The most a workgroup stages: within sm_90's 227 KB beside its static arrays; none on AMD,
+// whose 64 KB of LDS a workgroup would not hold the 512 x 2 x 32 configuration's 128 KB.
+#if defined(HIPGN_PLATFORM_AMD)
+inline constexpr std::size_t kOnchipStagedMostBytes = 0;
+#else
+inline constexpr std::size_t kOnchipStagedMostBytes = 128 << 10;
+#endif
+
+template <typename Traits>
+inline constexpr DxTerms kOnchipRegisterTerms =
+    2 * Traits::kPerThread * Traits::kVectorSize * Traits::kBlockSize <= 32768 ? DxTerms::held : DxTerms::recomputed;
+
+template <typename Traits>
+inline constexpr DxTerms kOnchipDxTerms =
+    kOnchipRegisterTerms<Traits> == DxTerms::recomputed && kWritesDx<Traits> &&
+            Traits::kLayout == Layout::channels_last && kOnchipStagedBytes<Traits> <= kOnchipStagedMostBytes
+        ? DxTerms::staged
+        : kOnchipRegisterTerms<Traits>;
+
+// The dynamic shared memory a launch of the channels-last onchip backward asks for.
+template <typename Traits>
+inline constexpr std::size_t kOnchipBwdSmem = kOnchipDxTerms<Traits> == DxTerms::staged ? kOnchipStagedBytes<Traits> : 0;
+
+// allow_dynamic_smem raises a kernel's limit to kResidentMaxSmem, which the device refuses where
+// that and the kernel's static arrays pass sm_90's 227 KB a workgroup (an invalid argument at
+// launch: the staged 512 x 8 x 4's 34 KB of channel slots did, when it staged)
+template <typename Traits>
+__host__ __device__ constexpr bool onchip_bwd_smem_fits(std::size_t static_bytes) {
+  return kOnchipBwdSmem<Traits> == 0 || static_bytes + kResidentMaxSmem <= (227u << 10);
+}
+
+// Slot e of thread t's staged dy' (V floats): a wavefront's accesses are consecutive.
+template <typename Traits>
+__device__ __forceinline__ Vec<float, Traits::kVectorSize>* staged_slot(float* staged, int e, int t) {
+  return reinterpret_cast<Vec<float, Traits::kVectorSize>*>(staged) + e * Traits::kBlockSize + t;
+}
 
 // dx of the vectors a thread holds (bwd_onchip_rows, bwd_onchip_columns): dx = slope dy' +
-// dslope (x - mean) + dconst, channel by channel, from the terms held in registers (kHold) or
-// computed again from x and dy as loaded.
-template <typename Traits, bool kHold, int H, typename Raw>
+// dslope (x - mean) + dconst, channel by channel, from the terms where kTerms keeps them.
+template <typename Traits, DxTerms kTerms, int H, typename Raw>
 __device__ __forceinline__ void store_held_dx(const Params& p, std::int64_t first, std::int64_t step, int mine,
                                               const Raw (&bx)[Traits::kPerThread], const Raw (&bdy)[Traits::kPerThread],
                                               const float (&held_d)[H][Traits::kVectorSize],
                                               const float (&held_g)[H][Traits::kVectorSize],
                                               const BwdChannel (&k)[Traits::kVectorSize],
                                               const float (&dslope)[Traits::kVectorSize],
-                                              const float (&dconst)[Traits::kVectorSize]) {
+                                              const float (&dconst)[Traits::kVectorSize], float* staged = nullptr) {
   constexpr int V = Traits::kVectorSize, E = Traits::kPerThread;
   using T = typename Traits::XType;
   using VecT = Vec<T, V>;
@@ -725,9 +771,14 @@ __device__ __forceinline__ void store_held_dx(const Params& p, std::int64_t firs
   for (int e = 0; e < E; ++e) {
     if (e < mine) {
       float d[V], gr[V];
-      if constexpr (kHold) {
+      if constexpr (kTerms == DxTerms::held) {
 #pragma unroll
         for (int i = 0; i < V; ++i) d[i] = held_d[e][i], gr[i] = held_g[e][i];
+      } else if constexpr (kTerms == DxTerms::staged) {
+        widen(from_bits<VecT>(bx[e]), d);
+        const Vec<float, V> g = *staged_slot<Traits>(staged, e, int(threadIdx.x));
+#pragma unroll
+        for (int i = 0; i < V; ++i) d[i] -= k[i].mean, gr[i] = g.v[i];
       } else {
         vector_terms<Traits::kActivation>(opaque(from_bits<VecT>(bx[e])), opaque(from_bits<VecT>(bdy[e])), k,
                                           p.swish_beta, d, gr);
@@ -788,8 +839,9 @@ __device__ __forceinline__ void add_parts(const Params& p, PartSums& mine, std::
 // R partials a channel meet in shared memory (a slot per thread and channel, block x V), where
 // the flat mapping staged a slot per element (which capped a group at 4096 elements) and
 // located every vector by a division. x and dy are held as loaded (16-bit types: half the
-// registers) where fp32 terms would not fit a thread's share of the register file, and their
-// terms computed again for dx (bench/NOTES.md, "The channels-last onchip backward by rows").
+// registers) where fp32 terms would not fit a thread's share of the register file, and dy'
+// staged in shared memory for dx, or both terms computed again (kOnchipDxTerms; bench/NOTES.md,
+// "The channels-last onchip backward by rows").
 //
 // With kParts (bwd_onchip_parts_kernel), the workgroup is part `part` of a thread-block cluster
 // that holds the group: its rows part * part_rows on, up to part_rows of them, whose sums the
@@ -797,9 +849,11 @@ __device__ __forceinline__ void add_parts(const Params& p, PartSums& mine, std::
 template <typename Traits, bool kParts = false>
 __device__ __forceinline__ void bwd_onchip_rows(const Params& p, const GroupView<Traits>& view, std::int64_t sample,
                                                 std::int64_t g, float mean, float rstd, float* s1, float* s2,
-                                                GroupArrival& arrival, PartSums* sums = nullptr, int part = 0) {
+                                                GroupArrival& arrival, float* staged, PartSums* sums = nullptr,
+                                                int part = 0) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
-  constexpr bool kHoldTerms = kOnchipHoldsTerms<Traits>;
+  constexpr DxTerms kTerms = kWritesDx<Traits> ? kOnchipDxTerms<Traits> : DxTerms::recomputed;
+  constexpr bool kHoldTerms = kTerms == DxTerms::held;
   using T = typename Traits::XType;
   using VecT = Vec<T, V>;
   const int columns = int(p.vectors_per_row.divisor);
@@ -851,6 +905,12 @@ __device__ __forceinline__ void bwd_onchip_rows(const Params& p, const GroupView
         c1[i] += gr[i];
         c2[i] += gr[i] * d[i];
         if constexpr (kHoldTerms) held_d[e][i] = d[i], held_g[e][i] = gr[i];
+      }
+      if constexpr (kTerms == DxTerms::staged) {
+        Vec<float, V> g;
+#pragma unroll
+        for (int i = 0; i < V; ++i) g.v[i] = gr[i];
+        *staged_slot<Traits>(staged, e, t) = g;
       }
     }
   }
@@ -907,7 +967,7 @@ __device__ __forceinline__ void bwd_onchip_rows(const Params& p, const GroupView
     float dconst[V], dslope[V];  // the group's, the same for every channel
 #pragma unroll
     for (int i = 0; i < V; ++i) dconst[i] = -rstd * ab[0] * inv_m, dslope[i] = -rstd * rstd * rstd * ab[1] * inv_m;
-    store_held_dx<Traits, kHoldTerms>(p, first, step, mine, bx, bdy, held_d, held_g, k, dslope, dconst);
+    store_held_dx<Traits, kTerms>(p, first, step, mine, bx, bdy, held_d, held_g, k, dslope, dconst, staged);
   }
   phases.lap(5);
   phases.report("bwd_onchip_cl");
@@ -921,7 +981,9 @@ __device__ __forceinline__ void bwd_onchip_rows(const Params& p, const GroupView
 template <typename Traits>
 __device__ __forceinline__ void bwd_onchip_columns(const Params& p, std::int64_t unit) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
-  constexpr bool kHoldTerms = kOnchipHoldsTerms<Traits>;
+  // no staging here (a column's kernel takes no dynamic shared memory): held, or recomputed
+  constexpr DxTerms kTerms = kOnchipRegisterTerms<Traits>;
+  constexpr bool kHoldTerms = kTerms == DxTerms::held;
   using T = typename Traits::XType;
   using VecT = Vec<T, V>;
   using Raw = Bits<VecT>;
@@ -993,7 +1055,7 @@ __device__ __forceinline__ void bwd_onchip_columns(const Params& p, std::int64_t
       dconst[i] = -rstd * a[i] * inv_m;
       dslope[i] = -rstd * rstd * rstd * b[i] * inv_m;
     }
-    store_held_dx<Traits, kHoldTerms>(p, first, step, mine, bx, bdy, held_d, held_g, k, dslope, dconst);
+    store_held_dx<Traits, kTerms>(p, first, step, mine, bx, bdy, held_d, held_g, k, dslope, dconst);
   }
   arrival.finish<Traits>(p, g0, channel0, V);
 }
@@ -1230,13 +1292,15 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_kernel(Params p
   static_assert(kSlots <= kBwdStagedSlots, "the per-channel staging must fit in 32 KB of shared memory");
   // channels-first: bwd_onchip_run's slots, a vector's and three; channels-last: bwd_onchip_rows pads
   constexpr int kStaged = kChannelsFirst ? kSlots + 3 : kSlots + kSlots / 32;
+  static_assert(onchip_bwd_smem_fits<Traits>(2 * kStaged * sizeof(float)));
   __shared__ float s1[kStaged], s2[kStaged];
   const std::int64_t group = blockIdx.x, sample = group_sample(p, group), g = group - sample * p.groups_per_sample;
   const GroupView<Traits> view(p, group);
   const float mean = p.mean[group], rstd = p.rstd[group];
   GroupArrival arrival;
   if constexpr (!kChannelsFirst) {
-    bwd_onchip_rows<Traits>(p, view, sample, g, mean, rstd, s1, s2, arrival);
+    extern __shared__ __align__(16) unsigned char dynamic_smem[];  // kOnchipBwdSmem: the staged dy'
+    bwd_onchip_rows<Traits>(p, view, sample, g, mean, rstd, s1, s2, arrival, reinterpret_cast<float*>(dynamic_smem));
   } else if constexpr (kPeeled) {
     bwd_onchip_run<Traits>(p, view, sample, g, mean, rstd, s1, s2, arrival);
   } else {
@@ -1260,13 +1324,16 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_parts_kernel(Pa
   static_assert(Traits::kLayout == Layout::channels_last && kWritesDx<Traits>, "the channels-last dx's rows only");
 #if defined(HIPGN_CLUSTERS)
   constexpr int kSlots = Traits::kBlockSize * Traits::kVectorSize;
+  static_assert(onchip_bwd_smem_fits<Traits>(2 * (kSlots + kSlots / 32) * sizeof(float) + sizeof(PartSums)));
   __shared__ float s1[kSlots + kSlots / 32], s2[kSlots + kSlots / 32];  // bwd_onchip_rows pads
   __shared__ PartSums sums;
   const std::int64_t group = cluster_index(), sample = group_sample(p, group), g = group - sample * p.groups_per_sample;
   const int part = int(cluster_rank());
   const GroupView<Traits> view(p, group);
   GroupArrival arrival;
-  bwd_onchip_rows<Traits, true>(p, view, sample, g, p.mean[group], p.rstd[group], s1, s2, arrival, &sums, part);
+  extern __shared__ __align__(16) unsigned char dynamic_smem[];  // kOnchipBwdSmem: the staged dy'
+  bwd_onchip_rows<Traits, true>(p, view, sample, g, p.mean[group], p.rstd[group], s1, s2, arrival,
+                                reinterpret_cast<float*>(dynamic_smem), &sums, part);
   if (part == 0) arrival.finish(p, view, g);
   cluster_wait();  // no part leaves while a peer may still read its sums (add_parts)
 #endif
@@ -1322,7 +1389,7 @@ struct FamilyLauncher<Family::onchip> {
     if constexpr (Traits::kOp == Op::fwd)
       return held_parts<Traits>(parts).at_once();
     else if constexpr (Traits::kLayout == Layout::channels_last && kWritesDx<Traits>)
-      return active_clusters(&bwd_onchip_parts_kernel<Traits>, Traits::kBlockSize, 0, parts);
+      return active_clusters(&bwd_onchip_parts_kernel<Traits>, Traits::kBlockSize, kOnchipBwdSmem<Traits>, parts);
     else
       return 0;
   }
@@ -1375,8 +1442,8 @@ struct FamilyLauncher<Family::onchip> {
       if constexpr (Traits::kLayout == Layout::channels_last && kWritesDx<Traits>) {
         if (p.slices > 1) {  // the runtime asks for parts only where the device has clusters
           hipError_t e = hipErrorInvalidValue;
-          launch_clusters(&bwd_onchip_parts_kernel<Traits>, p, Traits::kBlockSize, 0, int(p.slices), p.num_groups,
-                          stream, &e, false);
+          launch_clusters(&bwd_onchip_parts_kernel<Traits>, p, Traits::kBlockSize, kOnchipBwdSmem<Traits>,
+                          int(p.slices), p.num_groups, stream, &e, false);
           if (e != hipSuccess) return e;
           return gamma_beta_by_arrival<Traits>(p) ? hipGetLastError() : launch_grid_gamma_beta<Traits>(p, stream);
         }
@@ -1384,7 +1451,11 @@ struct FamilyLauncher<Family::onchip> {
       auto kernel = &bwd_onchip_kernel<Traits>;
       if constexpr (kPeels<Traits>)
         if (p.span) kernel = &bwd_onchip_kernel<Traits, true>;
-      kernel<<<dim3(p.num_groups), dim3(Traits::kBlockSize), 0, stream>>>(p);
+      constexpr std::size_t smem = Traits::kLayout == Layout::channels_last ? kOnchipBwdSmem<Traits> : 0;
+      if constexpr (smem > 0)
+        if (const hipError_t e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem); e != hipSuccess)
+          return e;
+      kernel<<<dim3(p.num_groups), dim3(Traits::kBlockSize), smem, stream>>>(p);
       return gamma_beta_by_arrival<Traits>(p) ? hipGetLastError() : launch_grid_gamma_beta<Traits>(p, stream);
     }
   }
