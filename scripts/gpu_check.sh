@@ -60,8 +60,10 @@ fi
 # the workspace path): on non-portable clusters of 9-16 it reports a missing wait, or the launch
 # faults, where memcheck, racecheck and 60 plain repeats find them correct (bench/NOTES.md,
 # "Chunks of a sample").
+# SANITIZE_FILTER narrows the first run of each tool (its tests: default, the instances below);
+# the waves' and the rows held as loaded's runs go with WAVES and ROWS_BITS.
 if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer > /dev/null; then
-  filter='*FwdInstance*f16_f16_cf_swish_onchip_b256_v8_e2:*FwdInstance*f16_f16_cl_swish_onchip_b512_v2_e16:*FwdInstance*bf16_bf16_cl_swish_onchip_b256_v4_e8:*FwdInstance*f16_f16_cf_swish_resident_b256_v8_e4:*FwdInstance*f16_f16_cf_swish_stream_b512_v8_e1:*FwdInstance*bf16_f32_cf_none_stream_b256_v8_e1:*FwdInstance*f32_f32_cf_swish_stream_b512_v4_e2:*FwdInstance*f16_f16_cl_swish_stream_b512_v8_e1:*FwdInstance*bf16_f32_cl_none_stream_b256_v8_e1:*FwdInstance*f32_f32_cl_swish_stream_b512_v4_e2:*FwdInstance*f16_f16_cl_swish_resident_b512_v8_e8:*FwdInstance*f32_f32_cf_none_resident_b512_v4_e2:*FwdInstance*bf16_f32_cl_none_resident_b256_v8_e2:*FwdInstance*f16_f16_cf_swish_split_b256_v8_e4:*FwdInstance*bf16_bf16_cl_none_split_b256_v8_e4:*FwdInstance*f16_f16_cf_swish_looped_b256_v8_e4:*BwdInstance*bwd_f16_f16_cl_swish_resident_b512_v8_e4:*BwdInstance*dx_f32_f32_cl_swish_resident_b256_v4_e2:*BwdInstance*dgb_bf16_f32_cl_none_resident_b512_v8_e2:*BwdInstance*bwd_f16_f16_cl_swish_stream_b512_v8_e1:*BwdInstance*dx_f32_f32_cl_none_stream_b256_v4_e1:*BwdInstance*bwd_bf16_f32_cf_swish_onchip_b256_v8_e2:*BwdInstance*bwd_f16_f16_cf_swish_split_b256_v8_e4:*BwdInstance*bwd_bf16_f32_cl_swish_onchip_b512_v2_e32:*BwdInstance*dgb_f16_f16_cl_none_onchip_b512_v8_e4'
+  filter=${SANITIZE_FILTER:-'*FwdInstance*f16_f16_cf_swish_onchip_b256_v8_e2:*FwdInstance*f16_f16_cl_swish_onchip_b512_v2_e16:*FwdInstance*bf16_bf16_cl_swish_onchip_b256_v4_e8:*FwdInstance*f16_f16_cf_swish_resident_b256_v8_e4:*FwdInstance*f16_f16_cf_swish_stream_b512_v8_e1:*FwdInstance*bf16_f32_cf_none_stream_b256_v8_e1:*FwdInstance*f32_f32_cf_swish_stream_b512_v4_e2:*FwdInstance*f16_f16_cl_swish_stream_b512_v8_e1:*FwdInstance*bf16_f32_cl_none_stream_b256_v8_e1:*FwdInstance*f32_f32_cl_swish_stream_b512_v4_e2:*FwdInstance*f16_f16_cl_swish_resident_b512_v8_e8:*FwdInstance*f32_f32_cf_none_resident_b512_v4_e2:*FwdInstance*bf16_f32_cl_none_resident_b256_v8_e2:*FwdInstance*f16_f16_cf_swish_split_b256_v8_e4:*FwdInstance*bf16_bf16_cl_none_split_b256_v8_e4:*FwdInstance*f16_f16_cf_swish_looped_b256_v8_e4:*BwdInstance*bwd_f16_f16_cl_swish_resident_b512_v8_e4:*BwdInstance*dx_f32_f32_cl_swish_resident_b256_v4_e2:*BwdInstance*dgb_bf16_f32_cl_none_resident_b512_v8_e2:*BwdInstance*bwd_f16_f16_cl_swish_stream_b512_v8_e1:*BwdInstance*dx_f32_f32_cl_none_stream_b256_v4_e1:*BwdInstance*bwd_bf16_f32_cf_swish_onchip_b256_v8_e2:*BwdInstance*bwd_f16_f16_cf_swish_split_b256_v8_e4:*BwdInstance*bwd_bf16_f32_cl_swish_onchip_b512_v2_e32:*BwdInstance*dgb_f16_f16_cl_none_onchip_b512_v8_e4'}
   # sanitize NAME LABEL LIMIT FILTER [VAR=VALUE ...]: the tests FILTER picks under $tool with
   # those variables, logged in $OUT/sanitize_NAME.log, its summary echoed; a failure fails the check
   sanitize() {
@@ -77,9 +79,10 @@ if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer > /dev/null; then
     cl=""; [ $tool = synccheck ] && cl=portable
     sanitize $tool "" 200 "$filter" HIPGN_CLUSTERS=$cl
     # the waves, one instance
-    sanitize waves_$tool ", waves" 300 '*StreamWaves*f16_f16_cf_swish_stream_b512_v8_e1' HIPGN_STREAM_WAVES=always
+    [ "${WAVES:-1}" = 1 ] &&
+      sanitize waves_$tool ", waves" 300 '*StreamWaves*f16_f16_cf_swish_stream_b512_v8_e1' HIPGN_STREAM_WAVES=always
     # the channels-last onchip forward's parts with the rows held as loaded, two instances
-    sanitize rows_bits_$tool ", rows held as loaded" 200 \
+    [ "${ROWS_BITS:-1}" = 1 ] && sanitize rows_bits_$tool ", rows held as loaded" 200 \
       '*OnchipRowsBits*f16_f16_cl_swish_onchip_b256_v8_e4:*OnchipRowsBits*bf16_bf16_cl_swish_onchip_b256_v4_e8' \
       HIPGN_CLUSTERS=$cl HIPGN_ONCHIP_ROWS_BITS=always
   done
