@@ -212,6 +212,14 @@ bool check_instance(const Instance& inst, const Problem& p, const RunOptions& o,
   return ok;
 }
 
+bool check_corpus_shape(const Instance& inst, const Problem& p, RunOptions o, std::size_t i) {
+  if (i % 3 == 0 && takes_offset(inst, p, 1)) o.misalign_elements = 1;
+  o.misalign_affine = i % 5 == 2;
+  return check_instance(inst, p, o, i % 2 == 1,
+                        inst.name() + " on " + p.to_string() + (o.misalign_elements ? " misaligned" : "") +
+                            (o.misalign_affine ? " (gamma, beta misaligned)" : ""));
+}
+
 std::vector<std::string> instance_names(bool backward, const std::function<bool(const InstanceSpec&)>& keep) {
   std::vector<std::string> names;
   for (const Instance& inst : Registry::global().all())

@@ -73,6 +73,13 @@ bool run_and_check_op(const Problem& p, const RunOptions& o, const Launch& launc
 // launch on them would wait forever.
 bool check_instance(const Instance& inst, const Problem& p, const RunOptions& o, bool own_counters,
                     const std::string& what);
+// Shape i of the corpus on one instance (check_instance), with the variations every instance
+// test shares on top of `o`: a third of the shapes one element off the 16-byte boundary, where
+// the instance takes that; a fifth with gamma and beta off a vector's boundary (channels-last
+// kernels load a vector's gamma and beta whole only where aligned: Params::affine_vectors);
+// every other shape with arrival counters of its own, as the handle runs it. A failure names
+// the instance, the problem and the variations.
+bool check_corpus_shape(const Instance& inst, const Problem& p, RunOptions o, std::size_t i);
 
 // Captures what `work` enqueues on a fresh stream into a graph, in the global capture mode
 // (where an allocation or a synchronization by anyone fails the capture), then launches the

@@ -51,15 +51,7 @@ TEST_P(BwdInstance, MatchesReferenceOnCorpus) {
     p.op = s.op;
     if (!inst->supports(p)) continue;
     ++supported;
-    RunOptions o = options_for(p, i);
-    // a third of the shapes one element off the 16-byte boundary, where the instance takes that
-    if (i % 3 == 0 && takes_offset(*inst, p, 1)) o.misalign_elements = 1;
-    // a fifth of them with gamma and beta off a vector's boundary (Params::affine_vectors)
-    o.misalign_affine = i % 5 == 2;
-    // every other shape with arrival counters of its own, as the handle runs it
-    check_instance(*inst, p, o, i % 2 == 1,
-                   inst->name() + " on " + p.to_string() + (o.misalign_elements ? " misaligned" : "") +
-                       (o.misalign_affine ? " (gamma, beta misaligned)" : ""));
+    check_corpus_shape(*inst, p, options_for(p, i), i);  // misaligned, own counters on a share of the shapes
     if (HasFailure()) return;
   }
   EXPECT_GT(supported, 0) << inst->name() << " supports no shape of the corpus";
