@@ -706,7 +706,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_columns_parts_k
 // memory, x - mean computed again from x as loaded (staged: E V B floats, where the target has
 // the room); else neither, both computed again from x and dy as loaded (recomputed). Staged
 // against recomputed, 512 x 2 x 32 (the one configuration the default preset recomputes): 0.92-
-// 0.95 of its time where it is dispatched (sd15_32x1280, sd15_32x1920), 0.82-0.95 on the groups
+// 0.96 of its time where it is dispatched (sd15_32x1280, sd15_32x1920), 0.82-0.95 on the groups
 // of 16 channels or more; staged in place of held, the 512-thread instances ran 1.03-1.06x
 // slower at half the registers (H200, fp16 / bf16 SiLU, L2-cold, bench.py --best; bench/NOTES.md,
 // "dy' staged in shared memory").
@@ -852,7 +852,7 @@ __device__ __forceinline__ void bwd_onchip_rows(const Params& p, const GroupView
                                                 GroupArrival& arrival, float* staged, PartSums* sums = nullptr,
                                                 int part = 0) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
-  constexpr DxTerms kTerms = kWritesDx<Traits> ? kOnchipDxTerms<Traits> : DxTerms::recomputed;
+  constexpr DxTerms kTerms = kOnchipDxTerms<Traits>;
   constexpr bool kHoldTerms = kTerms == DxTerms::held;
   using T = typename Traits::XType;
   using VecT = Vec<T, V>;
@@ -1451,7 +1451,7 @@ struct FamilyLauncher<Family::onchip> {
       auto kernel = &bwd_onchip_kernel<Traits>;
       if constexpr (kPeels<Traits>)
         if (p.span) kernel = &bwd_onchip_kernel<Traits, true>;
-      constexpr std::size_t smem = Traits::kLayout == Layout::channels_last ? kOnchipBwdSmem<Traits> : 0;
+      constexpr std::size_t smem = kOnchipBwdSmem<Traits>;
       if constexpr (smem > 0)
         if (const hipError_t e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem); e != hipSuccess)
           return e;
