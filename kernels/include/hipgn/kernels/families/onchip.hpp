@@ -739,12 +739,11 @@ inline constexpr DxTerms kOnchipDxTerms =
 template <typename Traits>
 inline constexpr std::size_t kOnchipBwdSmem = kOnchipDxTerms<Traits> == DxTerms::staged ? kOnchipStagedBytes<Traits> : 0;
 
-// allow_dynamic_smem raises a kernel's limit to kResidentMaxSmem, which the device refuses where
-// that and the kernel's static arrays pass sm_90's 227 KB a workgroup (an invalid argument at
-// launch: the staged 512 x 8 x 4's 34 KB of channel slots did, when it staged)
+// A staging launch's dy' and the kernel's static arrays within sm_90's 227 KB a workgroup, checked
+// where it is built rather than refused by allow_dynamic_smem at run time
 template <typename Traits>
 __host__ __device__ constexpr bool onchip_bwd_smem_fits(std::size_t static_bytes) {
-  return kOnchipBwdSmem<Traits> == 0 || static_bytes + kResidentMaxSmem <= (227u << 10);
+  return static_bytes + kOnchipBwdSmem<Traits> <= (227u << 10);
 }
 
 // Slot e of thread t's staged dy' (V floats): a wavefront's accesses are consecutive.
