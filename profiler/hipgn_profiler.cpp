@@ -161,8 +161,16 @@ int main(int argc, char** argv) {
   if (!gpu || o.list_only) {
     std::printf("instances: %zu support this problem%s\n", candidates.size(),
                 gpu ? "" : "; none run without a GPU");
-    for (const Instance* inst : candidates)
-      std::printf("  %s%s\n", inst->name().c_str(), inst == chosen ? "  <- heuristic" : "");
+    // a group held in parts says how many, and in how many rounds the device runs their
+    // clusters (the tie-breaks that read them: runtime/src/heuristics.cpp, better())
+    for (const Instance* inst : candidates) {
+      const Instance::OnchipParts q = inst->onchip_parts(p);
+      const std::int64_t rounds = inst->onchip_rounds(p, q);
+      const std::string parts = q.parts > 1 ? "  in " + std::to_string(q.parts) + " parts" +
+                                                  (rounds > 0 ? ", " + std::to_string(rounds) + " round(s) of clusters" : "")
+                                            : "";
+      std::printf("  %s%s%s\n", inst->name().c_str(), parts.c_str(), inst == chosen ? "  <- heuristic" : "");
+    }
     if (!o.csv.empty()) std::printf("csv:       %s not written: nothing was timed\n", o.csv.c_str());
     if (o.tune) {
       std::fprintf(stderr, "hipgn_profiler: --tune times instances: it needs a GPU%s\n", gpu ? " (not --list)" : "");
