@@ -42,9 +42,9 @@ constexpr int kOnchipPartsClFwdWideRunBytes = 32;
 // portable cluster's 8) the later rules take it.
 constexpr std::int64_t kOnchipPartsClFwdMostChunkElements = 16384;
 // The channels-last onchip backward's groups past 32K elements in parts below this many bytes
-// of x a compute unit, where C/G spans at least this many bytes (below).
+// of x a compute unit, where C/G spans at least this many bytes, two 16-byte vectors (below).
 constexpr double kOnchipPartsClBwdBytesPerCu = 60 << 10;
-constexpr int kOnchipPartsClBwdRunBytes = 64;
+constexpr int kOnchipPartsClBwdRunBytes = 32;
 // The channels-last onchip forward's groups in parts: from this many elements, parts enough
 // that the workgroups cover half the compute units before the fewest parts (better()).
 constexpr std::int64_t kOnchipPartsSpreadFromElements = 16384;
@@ -414,10 +414,15 @@ RuleTables sm_90() {
       // bf16 SiLU, L2-cold, bench.py --best, 2026-11-28; bench/NOTES.md, "The backward in
       // parts"): sd15_32x1920 (58 KB, 120-byte runs) 512 x 2 x 32 in 2 parts 21.3 / 21.6 us
       // against stream 24.4; g16_32x640 (80 bytes) 512 x 2 x 16 in 3 11.8 / 11.8 against
-      // stream 16.1; sd15_32x1280 (80 bytes) 17.0 / 17.2 at best against split 19.5. Not
-      // narrower runs (vae_64x512, 32 bytes: 17.0 at best, stream 17.2, 512 x 2 x 16 in 4 18.6;
-      // sd15_64x320, 20 bytes: 19.1 stream, 512 x 2 x 16 in 3 24.6), nor det_25x42x2048 (65 KB:
-      // stream 25.0, 512 x 2 x 16 in 5 29.5) or sdxl_32x2560 (78 KB: stream 31.8). However few
+      // stream 16.1; sd15_32x1280 (80 bytes) 17.0 / 17.2 at best against split 19.5. Runs of
+      // 32 bytes too since 512 x 2 x 32 stages dy' (72448e2; H200, fp16 / bf16, bench.py --best,
+      // 2026-12-01, thirty-seventh session, bench/NOTES.md, "Runs of 32 bytes"): vae_64x512 512 x 2
+      // x 32 in 2 parts 14.09 / 14.11 us against stream 16.10 / 16.40 (the device runs its 512 x 2
+      // x 16 in 4 parts in two rounds of clusters, 17.0, which better()'s rounds put after it);
+      // odd_97x89_c160_g8 (40 bytes) in 6 parts 17.42 / 17.36 against 18.21 / 18.63. Not
+      // narrower ones (sd15_64x320, 20 bytes: stream 18.03 / 18.54, 512 x 2 x 32 in 2 20.4 /
+      // 20.0), nor det_25x42x2048 (65 KB: stream 25.0, 512 x 2 x 16 in 5 29.5) or sdxl_32x2560
+      // (78 KB: stream 31.8; since the staging level, 27.61 / 27.89 against 27.26 / 27.42). However few
       // the groups: layer_norm_32x64 (2 groups of 65536, 8 workgroups in all) 512 x 2 x 16 in 4
       // parts 9.21 / 9.23 us against the resident family's 9.72 / 9.87, which took it while
       // this rule asked for 0.2 groups a compute unit, unmeasured (H200, fp16 / bf16, bench.py
