@@ -6,8 +6,8 @@
 // unless they are zero already (Params::counters_zeroed).
 #pragma once
 
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -32,7 +32,8 @@ inline constexpr std::size_t kSmemWithoutOptIn = 48 * 1024;
 // 1 x 96 x 8 x 8, was left at the default limit, which its static arrays pass), and against
 // the device's opt-in limit, which bounds static and dynamic together: kResidentMaxSmem beside
 // 34 KB of static arrays passes sm_90's 227 KB, and the device refused the attribute (bench/NOTES.md,
-// "dy' staged in shared memory"). A launch past what is left fails here, named, not at launch.
+// "dy' staged in shared memory"). A launch past what is left is refused here (an invalid
+// value), before the attribute is set or the kernel launched.
 inline hipError_t allow_dynamic_smem(const void* kernel, std::size_t smem) {
   hipFuncAttributes fa{};
   if (const hipError_t e = hipFuncGetAttributes(&fa, kernel); e != hipSuccess) return e;
