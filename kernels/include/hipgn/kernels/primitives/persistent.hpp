@@ -33,19 +33,45 @@ inline constexpr std::size_t kSmemWithoutOptIn = 48 * 1024;
 // the device's opt-in limit, which bounds static and dynamic together: kResidentMaxSmem beside
 // 34 KB of static arrays passes sm_90's 227 KB, and the device refused the attribute (bench/NOTES.md,
 // "dy' staged in shared memory"). A launch past what is left is refused here (an invalid
-// value), before the attribute is set or the kernel launched.
+// value), before the attribute is set or the kernel launched. What it asks the runtime is asked
+// once per kernel and device: the onchip backward's staged launch calls it on every launch.
 inline hipError_t allow_dynamic_smem(const void* kernel, std::size_t smem) {
-  hipFuncAttributes fa{};
-  if (const hipError_t e = hipFuncGetAttributes(&fa, kernel); e != hipSuccess) return e;
-  if (smem + fa.sharedSizeBytes <= kSmemWithoutOptIn) return hipSuccess;
-  int device = 0, optin = 0;
-  hipError_t e = hipGetDevice(&device);
-  if (e == hipSuccess) e = hipDeviceGetAttribute(&optin, hipDeviceAttributeSharedMemPerBlockOptin, device);
-  if (e != hipSuccess) return e;
-  std::size_t most = std::size_t(kResidentMaxSmem);
-  if (optin > 0) most = std::min(most, std::size_t(optin) > fa.sharedSizeBytes ? std::size_t(optin) - fa.sharedSizeBytes : 0);
-  if (smem > most) return hipErrorInvalidValue;
-  return hipFuncSetAttribute(kernel, hipFuncAttributeMaxDynamicSharedMemorySize, int(most));
+  int device = 0;
+  if (const hipError_t e = hipGetDevice(&device); e != hipSuccess) return e;
+  struct Limit {
+    std::size_t static_bytes = 0;
+    std::size_t most = 0;  // what a launch may ask for once opted in (asked: the first that needs it)
+    bool asked = false, raised = false;
+  };
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, int>, Limit> limits;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = limits.find(std::make_pair(kernel, device));
+  if (it == limits.end()) {
+    hipFuncAttributes fa{};
+    if (const hipError_t e = hipFuncGetAttributes(&fa, kernel); e != hipSuccess) return e;
+    it = limits.emplace(std::make_pair(kernel, device), Limit{fa.sharedSizeBytes}).first;
+  }
+  Limit& limit = it->second;
+  if (smem + limit.static_bytes <= kSmemWithoutOptIn) return hipSuccess;
+  if (!limit.asked) {
+    int optin = 0;
+    if (const hipError_t e = hipDeviceGetAttribute(&optin, hipDeviceAttributeSharedMemPerBlockOptin, device);
+        e != hipSuccess)
+      return e;
+    std::size_t most = std::size_t(kResidentMaxSmem);
+    if (optin > 0)
+      most = std::min(most, std::size_t(optin) > limit.static_bytes ? std::size_t(optin) - limit.static_bytes : 0);
+    limit.most = most, limit.asked = true;
+  }
+  if (smem > limit.most) return hipErrorInvalidValue;
+  if (!limit.raised) {
+    if (const hipError_t e = hipFuncSetAttribute(kernel, hipFuncAttributeMaxDynamicSharedMemorySize, int(limit.most));
+        e != hipSuccess)
+      return e;
+    limit.raised = true;
+  }
+  return hipSuccess;
 }
 
 // Workgroups of `kernel` resident per compute unit at (block, smem), asked once per shape:
