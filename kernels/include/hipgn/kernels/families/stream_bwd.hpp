@@ -145,11 +145,13 @@ __device__ __forceinline__ void each_row(const StreamGeometry<Traits>& sg, const
   }
 }
 
-// Phase 2 of the kernel below: dx, items and rows in reverse.
-template <typename Traits, typename Channels, typename Clock>
+// Phase 2 of the kernel below: dx, items and rows in reverse. kHeld: `k` holds the channels of
+// phase 1's last item, which is this phase's first.
+template <typename Traits, bool kHeld, typename Channels, typename Clock>
 __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeometry<Traits>& sg, float* red,
                                               float* weighted, Bits<Vec<typename Traits::XType, Traits::kVectorSize>>* ring,
-                                              Channels channels, Clock& phases) {
+                                              int depth, Channels channels, BwdChannel (&k)[Traits::kPerThread][Traits::kVectorSize],
+                                              Clock& phases) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
   using T = typename Traits::XType;
   using VecT = Vec<T, V>;
@@ -160,13 +162,14 @@ __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeome
   const float2* group_parts = reinterpret_cast<const float2*>(p.group_stats);  // [items][G]
   const float inv_m = 1.f / (float(sg.cpg) * float(sg.hw));
   const int first_item = int(blockIdx.x), step = int(gridDim.x);
-  for (int item = first_item + (sg.items - 1 - first_item) / step * step; item >= 0; item -= step) {
+  const int last_item = first_item + (sg.items - 1 - first_item) / step * step;
+  for (int item = last_item; item >= 0; item -= step) {
     std::int64_t base;
     int r0, rows;
     const int n = sg.locate(p, item, base, r0, rows);
-    BwdChannel k[E][V];  // first: its loads fly beside the group sums' loads
+    if (!kHeld || item != last_item)
 #pragma unroll
-    for (int j = 0; j < E; ++j) channels(n, j, k[j]);
+      for (int j = 0; j < E; ++j) channels(n, j, k[j]);  // first: its loads fly beside the group sums' loads
     // the sample's A/M, B/M per group (into `weighted`, free since phase 1): its items' group sums
     // added, kWarpSize groups at a time (`red`, free since phase 1, their scratch)
     const float2* sums = group_parts + std::int64_t(n) * sg.parts * groups;
@@ -190,7 +193,7 @@ __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeome
     phases.lap(3);
     const std::int64_t first = base + std::int64_t(r0 + lane) * sg.row_vectors;
     VecT* dxs = static_cast<VecT*>(p.dx) + first;
-    each_row<Traits, true>(sg, x + first, dy + first, sg.mine(rows), ring, p.hold_vectors,
+    each_row<Traits, true>(sg, x + first, dy + first, sg.mine(rows), ring, depth,
                            [&](int m, int j, const VecT& rx, const VecT& rdy) {
                              float d[V], g[V];
                              vector_terms<Traits::kActivation>(rx, rdy, k[j], p.swish_beta, d, g);
@@ -203,7 +206,11 @@ __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeome
   }
 }
 
-template <typename Traits>
+// kRegisterLoop: the launcher gave no ring (p.hold_vectors == 0: short items, each_row's loop
+// through registers), and phase 1's last item's channels are held for phase 2's first. A kernel of
+// its own, since the same reuse in the ring's kernel, even gated at run time, cost its long items
+// 1-5% (8 more registers; bench/NOTES.md, "The stream backward's phase-2 setup").
+template <typename Traits, bool kRegisterLoop>
 __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) bwd_stream_cl_kernel(Params p) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
   constexpr Activation kAct = Traits::kActivation;
@@ -259,13 +266,14 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
   // bench/phase_times.sh: phase 1's loads | its reductions | barrier | phase 2's per-item constants |
   // its rows | dgamma, dbeta (before phase 2)
   PhaseClock<6> phases;
+  const int depth = kRegisterLoop ? 0 : p.hold_vectors;
 
   // Phase 1: per-channel sums of each item.
+  BwdChannel k[E][V];
   for (int item = blockIdx.x; item < sg.items; item += gridDim.x) {
     std::int64_t base;
     int r0, rows;
     const int n = sg.locate(p, item, base, r0, rows);
-    BwdChannel k[E][V];
     float s1[E][V], s2[E][V];
 #pragma unroll
     for (int j = 0; j < E; ++j) {
@@ -274,7 +282,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
       for (int i = 0; i < V; ++i) s1[j][i] = 0.f, s2[j][i] = 0.f;
     }
     const std::int64_t first = base + std::int64_t(r0 + lane) * sg.row_vectors;
-    each_row<Traits, false>(sg, x + first, dy + first, sg.mine(rows), ring, p.hold_vectors,
+    each_row<Traits, false>(sg, x + first, dy + first, sg.mine(rows), ring, depth,
                             [&](int, int j, const VecT& rx, const VecT& rdy) {
                               float d[V], g[V];
                               vector_terms<kAct>(rx, rdy, k[j], p.swish_beta, d, g);
@@ -322,7 +330,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
         static_cast<Gm*>(p.dbeta)[c0 + j] = from_float<Gm>(a);
       });
   phases.lap(5);
-  if constexpr (kWritesDx<Traits>) stream_bwd_dx<Traits>(p, sg, red, weighted, ring, channels, phases);
+  if constexpr (kWritesDx<Traits>) stream_bwd_dx<Traits, kRegisterLoop>(p, sg, red, weighted, ring, depth, channels, k, phases);
   phases.report("bwd_stream_cl");
 }
 
@@ -339,7 +347,8 @@ struct StreamBwdLauncher {
         2 * std::int64_t(Traits::kBlockSize) * Traits::kPerThread * std::int64_t(sizeof(Vec<typename Traits::XType, Traits::kVectorSize>));
     Params q = p;
     q.hold_vectors = std::int32_t(stream_ring_depth((p.part_rows + shape.lanes - 1) / shape.lanes, room / row_bytes));
-    return launch_persistent(&bwd_stream_cl_kernel<Traits>, q, Traits::kBlockSize,
+    return launch_persistent(q.hold_vectors == 0 ? &bwd_stream_cl_kernel<Traits, true> : &bwd_stream_cl_kernel<Traits, false>,
+                             q, Traits::kBlockSize,
                              std::size_t(base + q.hold_vectors * row_bytes), true, kStreamCounterWords, stream, true);
   }
 };
