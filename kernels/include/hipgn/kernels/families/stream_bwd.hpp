@@ -145,9 +145,9 @@ __device__ __forceinline__ void each_row(const StreamGeometry<Traits>& sg, const
   }
 }
 
-// Phase 2 of the kernel below: dx, items and rows in reverse. kHeld: `k` holds the channels of
-// phase 1's last item, which is this phase's first.
-template <typename Traits, bool kHeld, typename Channels, typename Clock>
+// Phase 2 of the kernel below: dx, items and rows in reverse. kRegisterLoop (the kernel's): `k`
+// holds the channels of phase 1's last item, which is this phase's first.
+template <typename Traits, bool kRegisterLoop, typename Channels, typename Clock>
 __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeometry<Traits>& sg, float* red,
                                               float* weighted, Bits<Vec<typename Traits::XType, Traits::kVectorSize>>* ring,
                                               int depth, Channels channels, BwdChannel (&k)[Traits::kPerThread][Traits::kVectorSize],
@@ -167,7 +167,7 @@ __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeome
     std::int64_t base;
     int r0, rows;
     const int n = sg.locate(p, item, base, r0, rows);
-    if (!kHeld || item != last_item)
+    if (!kRegisterLoop || item != last_item)
 #pragma unroll
       for (int j = 0; j < E; ++j) channels(n, j, k[j]);  // first: its loads fly beside the group sums' loads
     // the sample's A/M, B/M per group (into `weighted`, free since phase 1): its items' group sums
