@@ -74,13 +74,24 @@ def read_rows(path):
     return keys
 
 
-def plan(shapes, fp32_subset, dtypes, layouts, ops, rows=None):
-    """The problems to time, (name, shape, dtype, layout, ops) each: the shapes' dtypes (fp32 on its
-    subset and the odd shapes), layouts and ops; or, given rows, exactly those rows, a problem's
-    ops together (one set of tensors for its forward and backward)."""
+def plan(shapes, fp32_subset, dtypes, layouts, ops, rows=None, only=None):
+    """The problems to time, (name, shape, dtype, layout, ops) each: the shapes' (or those of them
+    `only` names) dtypes (fp32 on its subset and the odd shapes), layouts and ops; or, given rows,
+    exactly those rows, a problem's ops together (one set of tensors for its forward and backward).
+    A name that is no shape, or options that leave nothing to time, stop the run before it starts
+    (an --only of no shape's name once spent a device call timing nothing)."""
     if rows is None:
-        return [(name, shape, dt, layout, tuple(ops)) for name, shape in shapes.items() for dt in dtypes
-                if dt != "float32" or name in fp32_subset or name.startswith("odd") for layout in layouts]
+        if only:
+            unknown = [name for name in only if name not in shapes]
+            if unknown:
+                raise SystemExit(f"bench.py: --only: no shape named {', '.join(map(repr, unknown))} in --shapes' set "
+                                 f"(the suite, the odd ones or both)")
+            shapes = {name: shapes[name] for name in shapes if name in only}
+        got = [(name, shape, dt, layout, tuple(ops)) for name, shape in shapes.items() for dt in dtypes
+               if dt != "float32" or name in fp32_subset or name.startswith("odd") for layout in layouts]
+        if not got:
+            raise SystemExit("bench.py: the options leave no problem to time")
+        return got
     wanted = {}
     for name, dt, layout, op in rows:
         if name not in shapes:
@@ -328,6 +339,9 @@ def main():
     a = ap.parse_args()
     if a.act != "swish" and a.peers != "none":
         ap.error("--act none times hipgn alone: the peers' forward is GroupNorm + SiLU (add --peers none)")
+    shapes, fp32_subset = load_shapes("all" if a.rows else a.shapes)
+    problems = plan(shapes, fp32_subset, a.dtypes.split(","), a.layouts.split(","), a.ops.split(","),
+                    read_rows(a.rows) if a.rows else None, a.only.split(",") if a.only else None)
 
     import torch
     torch.backends.cudnn.benchmark = False
@@ -342,11 +356,6 @@ def main():
         print(f"# Apex's group_norm_cuda loaded in {time.time() - t0:.0f} s", flush=True)
     props = torch.cuda.get_device_properties(0)
     l2 = props.L2_cache_size
-    shapes, fp32_subset = load_shapes("all" if a.rows else a.shapes)
-    if a.only and not a.rows:
-        shapes = {k: v for k, v in shapes.items() if k in a.only.split(",")}
-    problems = plan(shapes, fp32_subset, a.dtypes.split(","), a.layouts.split(","), a.ops.split(","),
-                    read_rows(a.rows) if a.rows else None)
     compile_dtypes = set(a.compile_dtypes.split(","))
 
     if a.peers == "all" and a.warm_procs > 0:

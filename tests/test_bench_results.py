@@ -3,7 +3,7 @@ GPU's first run starts its set, a later run replaces the rows it measured (but n
 lose a peer's time), another GPU's run is refused and leaves the set as it was, --instances takes
 a --best run's per-instance times only into rows that dispatched the same instance, and the
 heuristic check takes the set measured on the GPU present; bench.py's plan of problems, from its
-options or from a --rows file."""
+options (refusing an --only name that is no shape) or from a --rows file."""
 import json
 import os
 import pathlib
@@ -174,6 +174,16 @@ class Plan(unittest.TestCase):
                           ("odd_1d", "float16", "cf"), ("odd_1d", "float16", "cl"), ("odd_1d", "float32", "cf"),
                           ("odd_1d", "float32", "cl")])
         self.assertTrue(all(p[4] == ("fwd", "bwd") for p in got))
+
+    def test_only_takes_the_named_shapes_and_refuses_a_name_that_is_none(self):
+        got = bench.plan(self.SHAPES, set(), ["float16"], ["cl"], ["bwd"], only=["odd_1d", "tiny"])
+        self.assertEqual([(p[0], p[2], p[3], p[4]) for p in got],
+                         [("tiny", "float16", "cl", ("bwd",)), ("odd_1d", "float16", "cl", ("bwd",))])
+        with self.assertRaises(SystemExit) as e:
+            bench.plan(self.SHAPES, set(), ["float16"], ["cl"], ["bwd"], only=["tiny", "a", "b"])
+        self.assertIn("'a', 'b'", str(e.exception))
+        with self.assertRaises(SystemExit):  # fp32 of a shape outside its subset: nothing to time
+            bench.plan(self.SHAPES, set(), ["float32"], ["cf"], ["fwd"], only=["sd"])
 
     def test_rows_file_names_exactly_its_rows_a_problems_ops_together(self):
         with tempfile.TemporaryDirectory() as d:
