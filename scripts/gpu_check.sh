@@ -16,6 +16,8 @@ python3 scripts/check_spills.py "$OUT/build.log"
 spill_rc=$?
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
 # The PyTorch tests (label torch) run in scripts/gpu_torch_check.sh, under their own budget.
+# -j 4: the tests share the one GPU, and -j 12 ran no more of them a second (bench/NOTES.md,
+# "The register loop's kernel of its own").
 (cd $BUILD && ctest -j 4 --output-on-failure --output-junit ctest.xml ${CTEST_ARGS:--LE torch} > "$OUT/ctest.log" 2>&1)
 rc=$?
 cp $BUILD/ctest.xml "$OUT/" 2> /dev/null
