@@ -185,10 +185,10 @@ def listing_names_parts(profiler, manifest):
     if name not in lines:
         return None  # no clusters here: the instance does not take the group in parts
     problems = []
-    if not (f"{name}  in 2 parts" in lines[name]):
+    _, named, rounds = lines[name].partition(f"{name}  in 2 parts")
+    if not named:
         problems.append(f"the parts are not named: {lines[name]!r}")
-    rounds = lines[name].split("in 2 parts", 1)[1]
-    if rounds and not rounds.startswith(", 1 round(s) of clusters"):
+    elif rounds and not rounds.startswith(", 1 round(s) of clusters"):
         problems.append(f"expected one round of clusters or none named: {lines[name]!r}")
     problems += [f"a whole-row instance names parts: {l!r}" for n, l in lines.items() if "_stream_" in n and " parts" in l]
     return problems
