@@ -73,6 +73,52 @@ __device__ __forceinline__ void column_sums(const float2* m, std::int64_t stride
   __syncthreads();
 }
 
+// U rows of this thread's x and dy (of an item's `mine`, from row k0 in each_row's order: kReverse,
+// last first), held as loaded, in 32-bit words (Bits: a Vec of bf16 taken apart right after its
+// load kept one load in flight, bench/NOTES.md, "bf16's stream loads one at a time").
+template <typename Traits, bool kReverse>
+struct RowBatch {
+  static constexpr int U = kStreamUnroll, E = Traits::kPerThread;
+  using VecT = Vec<typename Traits::XType, Traits::kVectorSize>;
+  using Raw = Bits<VecT>;
+  Raw x[U][E], dy[U][E];
+
+  __device__ __forceinline__ static int row(int mine, int k) { return kReverse ? mine - 1 - k : k; }
+  __device__ __forceinline__ void load(const StreamGeometry<Traits>& sg, const VecT* xs, const VecT* dys, int mine, int k0) {
+    const Raw* xw = reinterpret_cast<const Raw*>(xs);
+    const Raw* dyw = reinterpret_cast<const Raw*>(dys);
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int j = 0; j < E; ++j)
+        if (sg.cols[j] >= 0 && k0 + u < mine) {
+          const std::int64_t at = std::int64_t(row(mine, k0 + u)) * sg.lane_stride + sg.cols[j];
+          x[u][j] = xw[at];
+          dy[u][j] = dyw[at];
+        }
+  }
+};
+
+// each_row's loop through registers, its first batch (rows 0..U-1) already loaded into `b`: a
+// caller issues it early where it has other latency to hide (the stream backward's phase 2,
+// before its group sums).
+template <typename Traits, bool kReverse, typename F>
+__device__ __forceinline__ void each_row_from(const StreamGeometry<Traits>& sg, const Vec<typename Traits::XType, Traits::kVectorSize>* xs,
+                                              const Vec<typename Traits::XType, Traits::kVectorSize>* dys, int mine,
+                                              RowBatch<Traits, kReverse>& b, F f) {
+  constexpr int E = Traits::kPerThread, U = kStreamUnroll;
+#pragma unroll 1
+  for (int k0 = 0; k0 < mine; k0 += U) {
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int j = 0; j < E; ++j)
+        if (sg.cols[j] >= 0 && k0 + u < mine)
+          f(b.row(mine, k0 + u), j, from_bits(b.x[u][j]), from_bits(b.dy[u][j]));
+    b.load(sg, xs, dys, mine, k0 + U);  // past mine: nothing
+  }
+}
+
 // This thread's rows of an item, x and dy a column vector at a time: f(m, j, x, dy) for each row
 // m < mine (row r0 + lane + m lanes; xs and dys at row m = 0) and column vector j, rows in order
 // (kReverse: last first). Where the target copies asynchronously (async_copy.hpp) and the
@@ -85,12 +131,12 @@ __device__ __forceinline__ void each_row(const StreamGeometry<Traits>& sg, const
                                          const Vec<typename Traits::XType, Traits::kVectorSize>* dys, int mine,
                                          [[maybe_unused]] Bits<Vec<typename Traits::XType, Traits::kVectorSize>>* ring,
                                          [[maybe_unused]] int depth, F f) {
-  constexpr int B = Traits::kBlockSize, E = Traits::kPerThread, U = kStreamUnroll;
-  using VecT = Vec<typename Traits::XType, Traits::kVectorSize>;
-  const int(&cols)[E] = sg.cols;
-  auto row = [&](int k) { return kReverse ? mine - 1 - k : k; };
 #if defined(HIPGN_ASYNC_COPY)
   if (depth > 0) {
+    constexpr int B = Traits::kBlockSize, E = Traits::kPerThread;
+    using VecT = Vec<typename Traits::XType, Traits::kVectorSize>;
+    const int(&cols)[E] = sg.cols;
+    auto row = [&](int k) { return kReverse ? mine - 1 - k : k; };
     // slot s of this thread: x's vector j at ring[(2 s E + j) B + t], dy's E B further (a
     // wavefront's 16-byte accesses are 512 contiguous bytes: no bank conflicts)
     const int t = threadIdx.x;
@@ -121,7 +167,12 @@ __device__ __forceinline__ void each_row(const StreamGeometry<Traits>& sg, const
   }
 #endif
   // held as loaded, in 32-bit words (Bits: a Vec of bf16 taken apart right after its load kept
-  // one load in flight, bench/NOTES.md, "bf16's stream loads one at a time")
+  // one load in flight, bench/NOTES.md, "bf16's stream loads one at a time"). Not on RowBatch:
+  // each_row_from's rotated loop compiled into the ring's kernel cost its long items 1-5%.
+  constexpr int E = Traits::kPerThread, U = kStreamUnroll;
+  using VecT = Vec<typename Traits::XType, Traits::kVectorSize>;
+  const int(&cols)[E] = sg.cols;
+  auto row = [&](int k) { return kReverse ? mine - 1 - k : k; };
   using Raw = Bits<VecT>;
   const Raw* xw = reinterpret_cast<const Raw*>(xs);
   const Raw* dyw = reinterpret_cast<const Raw*>(dys);
@@ -145,8 +196,10 @@ __device__ __forceinline__ void each_row(const StreamGeometry<Traits>& sg, const
   }
 }
 
-// Phase 2 of the kernel below: dx, items and rows in reverse. kRegisterLoop (the kernel's): `k`
-// holds the channels of phase 1's last item, which is this phase's first.
+// Phase 2 of the kernel below: dx, items and rows in reverse. kRegisterLoop (no ring): `k` holds
+// the channels of phase 1's last item, which is this phase's first, and an item's first rows are
+// loaded before its group sums, their latency beside the sums' (bench/NOTES.md, "The register
+// loop's kernel of its own").
 template <typename Traits, bool kRegisterLoop, typename Channels, typename Clock>
 __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeometry<Traits>& sg, float* red,
                                               float* weighted, Bits<Vec<typename Traits::XType, Traits::kVectorSize>>* ring,
@@ -170,6 +223,11 @@ __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeome
     if (!kRegisterLoop || item != last_item)
 #pragma unroll
       for (int j = 0; j < E; ++j) channels(n, j, k[j]);  // first: its loads fly beside the group sums' loads
+    // this thread's first row of the item (computed where it is used: earlier, the ring's kernel
+    // compiled differently)
+    auto first_row = [&] { return base + std::int64_t(r0 + lane) * sg.row_vectors; };
+    [[maybe_unused]] RowBatch<Traits, true> batch;  // the register loop's first rows
+    if constexpr (kRegisterLoop) batch.load(sg, x + first_row(), dy + first_row(), sg.mine(rows), 0);
     // the sample's A/M, B/M per group (into `weighted`, free since phase 1): its items' group sums
     // added, kWarpSize groups at a time (`red`, free since phase 1, their scratch)
     const float2* sums = group_parts + std::int64_t(n) * sg.parts * groups;
@@ -191,17 +249,19 @@ __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeome
       }
     }
     phases.lap(3);
-    const std::int64_t first = base + std::int64_t(r0 + lane) * sg.row_vectors;
+    const std::int64_t first = first_row();
     VecT* dxs = static_cast<VecT*>(p.dx) + first;
-    each_row<Traits, true>(sg, x + first, dy + first, sg.mine(rows), ring, depth,
-                           [&](int m, int j, const VecT& rx, const VecT& rdy) {
-                             float d[V], g[V];
-                             vector_terms<Traits::kActivation>(rx, rdy, k[j], p.swish_beta, d, g);
+    auto store_dx = [&](int m, int j, const VecT& rx, const VecT& rdy) {
+      float d[V], g[V];
+      vector_terms<Traits::kActivation>(rx, rdy, k[j], p.swish_beta, d, g);
 #pragma unroll
-                             for (int i = 0; i < V; ++i)
-                               d[i] = fmaf(k[j][i].slope, g[i], fmaf(dslope[j][i], d[i], dconst[j][i]));
-                             dxs[m * sg.lane_stride + cols[j]] = narrow<T, V>(d);
-                           });
+      for (int i = 0; i < V; ++i) d[i] = fmaf(k[j][i].slope, g[i], fmaf(dslope[j][i], d[i], dconst[j][i]));
+      dxs[m * sg.lane_stride + cols[j]] = narrow<T, V>(d);
+    };
+    if constexpr (kRegisterLoop)
+      each_row_from<Traits, true>(sg, x + first, dy + first, sg.mine(rows), batch, store_dx);
+    else
+      each_row<Traits, true>(sg, x + first, dy + first, sg.mine(rows), ring, depth, store_dx);
     phases.lap(4);
   }
 }
