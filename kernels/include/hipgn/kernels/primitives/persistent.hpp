@@ -40,8 +40,8 @@ inline hipError_t allow_dynamic_smem(const void* kernel, std::size_t smem) {
   if (const hipError_t e = hipGetDevice(&device); e != hipSuccess) return e;
   struct Limit {
     std::size_t static_bytes = 0;
-    std::size_t most = 0;  // what a launch may ask for once opted in (asked: the first that needs it)
-    bool asked = false, raised = false;
+    std::size_t most = 0;  // what a launch may ask for once opted in
+    bool raised = false;
   };
   static std::mutex mutex;
   static std::map<std::pair<const void*, int>, Limit> limits;
@@ -50,20 +50,17 @@ inline hipError_t allow_dynamic_smem(const void* kernel, std::size_t smem) {
   if (it == limits.end()) {
     hipFuncAttributes fa{};
     if (const hipError_t e = hipFuncGetAttributes(&fa, kernel); e != hipSuccess) return e;
-    it = limits.emplace(std::make_pair(kernel, device), Limit{fa.sharedSizeBytes}).first;
-  }
-  Limit& limit = it->second;
-  if (smem + limit.static_bytes <= kSmemWithoutOptIn) return hipSuccess;
-  if (!limit.asked) {
     int optin = 0;
     if (const hipError_t e = hipDeviceGetAttribute(&optin, hipDeviceAttributeSharedMemPerBlockOptin, device);
         e != hipSuccess)
       return e;
     std::size_t most = std::size_t(kResidentMaxSmem);
     if (optin > 0)
-      most = std::min(most, std::size_t(optin) > limit.static_bytes ? std::size_t(optin) - limit.static_bytes : 0);
-    limit.most = most, limit.asked = true;
+      most = std::min(most, std::size_t(optin) > fa.sharedSizeBytes ? std::size_t(optin) - fa.sharedSizeBytes : 0);
+    it = limits.emplace(std::make_pair(kernel, device), Limit{fa.sharedSizeBytes, most}).first;
   }
+  Limit& limit = it->second;
+  if (smem + limit.static_bytes <= kSmemWithoutOptIn) return hipSuccess;
   if (smem > limit.most) return hipErrorInvalidValue;
   if (!limit.raised) {
     if (const hipError_t e = hipFuncSetAttribute(kernel, hipFuncAttributeMaxDynamicSharedMemorySize, int(limit.most));
