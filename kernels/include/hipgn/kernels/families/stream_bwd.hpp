@@ -168,7 +168,9 @@ __device__ __forceinline__ void each_row(const StreamGeometry<Traits>& sg, const
 #endif
   // held as loaded, in 32-bit words (Bits: a Vec of bf16 taken apart right after its load kept
   // one load in flight, bench/NOTES.md, "bf16's stream loads one at a time"). Not on RowBatch:
-  // each_row_from's rotated loop compiled into the ring's kernel cost its long items 1-5%.
+  // each_row_from's rotated loop compiled into the ring's kernel cost its long items 1-5%, and
+  // RowBatch's load and use in this loop's own order still compile the ring's kernel differently
+  // (its PTX changes, the register loop's kernel's does not), so the loop keeps its own copy.
   constexpr int E = Traits::kPerThread, U = kStreamUnroll;
   using VecT = Vec<typename Traits::XType, Traits::kVectorSize>;
   const int(&cols)[E] = sg.cols;
