@@ -39,7 +39,7 @@ names = {
     "fwd_stream_cl": ["phase 1 loads", "phase 1 reductions", "barrier 1", "merge", "barrier 2", "phase 3 scale, shift", "phase 3 rows"],
     "fwd_stream_cf": ["phase 1 sums", "phase 1 reductions", "barrier", "phase 2 merges", "phase 2 writes", "phase 1 setup", "phase 2 setup"],
     "fwd_resident_cf": ["loads", "block stats", "exchange", "scale, shift", "stores issued", "end barrier", "start"],
-    "fwd_resident_cl": ["loads", "thread stats", "to groups", "exchange", "scale, shift", "stores issued", "start"],
+    "fwd_resident_cl": ["loads", "thread stats", "to groups (sets, groups)", "exchange", "scale, shift", "stores issued", "start", "to groups (lanes)"],
     "fwd_onchip_cl": ["loads", "mean", "squares", "parts' exchange", "stores issued"],
     "bwd_stream_cl": ["phase 1 loads", "phase 1 reductions", "barrier", "phase 2 setup", "phase 2 rows", "dgamma, dbeta"],
     "bwd_onchip_cl": ["loads", "thread sums", "channel sums", "block sum", "parts' exchange", "dx stores issued"],

@@ -325,8 +325,10 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
 // `split` interleaved sets (threads beyond C are otherwise idle here), so the dependent chain
 // is lanes / split long, not lanes (51 at 256 threads and 40 channels: ~3 us of shared-memory
 // latency in one workgroup, which every workgroup of a unit waits on).
+// `phases` laps once the lanes are summed (bench/phase_times.sh: "to groups (lanes)").
+template <typename Clock>
 __device__ __forceinline__ void lanes_to_groups(float* mean, float* m2, float* gstat, int c, int lanes, int groups,
-                                                int cpg, int rows) {
+                                                int cpg, int rows, Clock& phases) {
   __syncthreads();
   const int q = rows / lanes, r = rows - q * lanes;
   const int split_max = int(blockDim.x) / c, split = split_max < 1 ? 1 : split_max < lanes ? split_max : lanes;
@@ -357,6 +359,7 @@ __device__ __forceinline__ void lanes_to_groups(float* mean, float* m2, float* g
     m2[cx] = fmaxf(b - a * a / float(rows), 0.f);
   }
   __syncthreads();
+  phases.lap(7);
   const float per_channel = float(rows), inv_rows = 1.f / per_channel;
   if (mine && set == 0) {
     for (int j = 1; j < split; ++j) s1 += mean[j * c + ch], s2 += m2[j * c + ch];
@@ -521,7 +524,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
     for (int k = 0; k < 2; ++k)
       if (blockIdx.x + std::int64_t(k) * gridDim.x < p.items) issue(blockIdx.x + std::int64_t(k) * gridDim.x, k);
 #endif
-  PhaseClock<7> phases;
+  PhaseClock<8> phases;
   phases.lap(6);
   int k = 0;
   for (std::int64_t item = blockIdx.x; item < p.items; item += gridDim.x, ++k) {
@@ -595,7 +598,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
     }
     phases.lap(1);
     if (whole) vectors_to_groups(red_mean, red_m2, gstat, scratch, lanes, groups, cpg, V, rows);
-    else lanes_to_groups(red_mean, red_m2, gstat, cc, lanes, groups, cpg, rows);
+    else lanes_to_groups(red_mean, red_m2, gstat, cc, lanes, groups, cpg, rows, phases);
     phases.lap(2);
 #if defined(HIPGN_BULK_COPY)
     // every thread has read the stage (the barriers above): refill it two items ahead
