@@ -3,7 +3,8 @@ torch.compile and (with --apex) NVIDIA Apex's NHWC GroupNorm, in one process, on
 
 Every timed op is captured in a CUDA graph over K rotating buffer sets whose total exceeds 3x
 the L2 (L2-cold, the headline); beside it the same op K times on one set (L2-warm). A graph
-replay is timed with device events; the median of the replays over K is the op's time. The
+replay is timed with device events; the median of the replays over K is the op's time (the
+copy's cold time: the median of three such graphs, bench/copy_spread_probe.py). The
 forward is GroupNorm (+SiLU); the backward is hipgn's fused backward (dx, dgamma, dbeta) and,
 for the peers, their training step (forward + backward) minus their forward.
 
@@ -381,7 +382,11 @@ def main():
         copy = lambda s: s["y"].copy_(s["x"])
         if not rows:  # the first problem's first copy graph times ~0.3 us short (bench/NOTES.md): discarded
             timings(torch, copy, sets, sets[0])
-        copy_cold, copy_warm = timings(torch, copy, sets, sets[0])
+        # the median of three graphs: one graph's time of the same copy on the same sets spread up
+        # to 5% (bench/copy_spread_probe.py; bench/NOTES.md, "The copy's spread"), and % of copy
+        # divides by it
+        copy_cold = statistics.median(graph_time_us(torch, copy, sets) for _ in range(3))
+        copy_warm = graph_time_us(torch, copy, [sets[0]] * len(sets))
         for op in ops:
             p = hg.problem(op, n, c, spatial, g, dtype, layout)
             row = dict(name=name, shape=[n, c, *spatial, g], dtype=str(dt), layout=layout, op=op, bytes=bytes_,
