@@ -12,16 +12,16 @@ and each time over the first.
 from __future__ import annotations
 
 import argparse
+import math
 import pathlib
 import statistics
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import bench  # noqa: E402  (bench.py: set_count, make_set, graph_time_us)
+import bench  # noqa: E402  (bench.py: load_shapes, set_count, make_set, graph_time_us)
 
-# (name, (n, c, spatial, g)) of the suite's sizes 5-134 MB at fp16, channels-last
-SHAPES = [("sd15_64x320", (2, 320, (64, 64), 32)), ("sd15_64x640", (2, 640, (64, 64), 32)),
-          ("sdxl_64x1280", (2, 1280, (64, 64), 32)), ("vae_512x256", (1, 256, (512, 512), 32))]
+# suite shapes of 5-134 MB at fp16 (bench.load_shapes gives their sizes), timed channels-last
+NAMES = ("sd15_64x320", "sd15_64x640", "sdxl_64x1280", "vae_512x256")
 
 
 def main() -> None:
@@ -33,9 +33,11 @@ def main() -> None:
 
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     copy = lambda s: s["y"].copy_(s["x"])
+    shapes, _ = bench.load_shapes("suite")
     first = True
-    for name, (n, c, spatial, g) in SHAPES:
-        x_bytes = n * c * spatial[0] * spatial[1] * 2
+    for name in NAMES:
+        n, c, spatial, g = shapes[name]
+        x_bytes = n * c * math.prod(spatial) * 2
         k = bench.set_count(l2, x_bytes, False)
         sets = [bench.make_set(torch, n, c, spatial, g, torch.float16, "cl", False) for _ in range(k)]
         if first:  # bench.py discards the first problem's first copy graph too
