@@ -31,7 +31,14 @@
 // Timed as bench.py times: a graph of one launch a rotating set (sets > 3x the L2), replayed,
 // event-timed, median per launch; cudaMemcpy of the same bytes beside it.
 //
-// Build and run on the GPU machine (sm_90): bash bench/launch_probe.sh
+// Two more questions, each its own run (bench/NOTES.md, "Two items a workgroup, and fewer
+// threads a workgroup, probed"):
+//   `two`: two items a workgroup (held2), the second's loads in flight while the first reduces,
+//     exchanges and stores, against one item a workgroup (mode 3) of the same group and of the
+//     same bytes a workgroup;
+//   `threads`: mode 3 for one group size at fewer threads a workgroup, each holding more.
+//
+// Build and run on the GPU machine (sm_90): bash bench/launch_probe.sh [two | threads]
 #include <cooperative_groups.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -39,6 +46,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "probe_check.hpp"
@@ -60,11 +68,69 @@ __device__ __forceinline__ std::uint32_t smem_u32(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
 }
 
+// Pushes this workgroup's (mean, M2) of n elements to every workgroup of its cluster (st.async
+// into `pushed[rank]`, completing on each peer's mbarrier `bar`, used once: parity 0), waits for
+// all of the cluster's, and leaves their merge in rank order in mean and m2 (the library's
+// onchip parts kernels' exchange). Every peer's `bar` must be initialized (a cluster barrier
+// after init_push_barriers) before the first push.
+__device__ __forceinline__ void push_exchange(float& mean, float& m2, float n, int cluster, float2* pushed,
+                                              std::uint64_t* bar) {
+  const int lane = threadIdx.x % 32;
+  if (threadIdx.x == 0)
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(unsigned(cluster * 8))
+                 : "memory");
+  unsigned rank;
+  asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  if (int(threadIdx.x) < cluster) {
+    std::uint32_t dst, dst_bar;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(dst) : "r"(smem_u32(&pushed[rank])), "r"(int(threadIdx.x)));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(dst_bar) : "r"(smem_u32(bar)), "r"(int(threadIdx.x)));
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::"r"(dst),
+                 "f"(mean), "f"(m2), "r"(dst_bar)
+                 : "memory");
+  }
+  unsigned done = 0;
+  while (!done)
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
+                 : "=r"(done)
+                 : "r"(smem_u32(bar))
+                 : "memory");
+  St m{0.f, 0.f, 0.f};
+  if (lane < cluster) m = St{n, pushed[lane].x, pushed[lane].y};
+  m = warp_merge_ordered(m, lane);
+  mean = m.mean, m2 = m.m2 / m.n * n;
+}
+
+// Thread 0 initializes `count` mbarriers of one arrival each for push_exchange; then the
+// workgroup arrives at the cluster barrier whose wait must come before the first push.
+__device__ __forceinline__ void init_push_barriers(std::uint64_t* bar, int count) {
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < count; ++i)
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(&bar[i])) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+
+// A chunk's (mean, M2) of its E vectors a thread by two block sums (mean, then shifted squares).
+template <int B, int E>
+__device__ __forceinline__ void chunk_moments(const uint4 (&v)[E], float2* red, float& mean, float& m2) {
+  constexpr float n = float(B * E * 8);
+  float s = 0.f;
+#pragma unroll
+  for (int e = 0; e < E; ++e) s += sum8(v[e]);
+  mean = block_sum2<B, false>(s, 0.f, red).x / n;
+  float s1 = 0.f, s2 = 0.f;
+#pragma unroll
+  for (int e = 0; e < E; ++e) shifted_sums8(v[e], mean, s1, s2);
+  m2 = block_sum2<B, true>(s1, s2, red).y;
+}
+
 template <int B, int E, int kMode>
 __global__ void __launch_bounds__(B) held(Args a) {
   __shared__ float2 red[B / 32];
   __shared__ float2 part;       // this workgroup's (mean, M2), read by its cluster (mode 6)
-  __shared__ float2 pushed[8];  // the cluster's pairs, pushed by rank (mode 3)
+  __shared__ float2 pushed[16];  // the cluster's pairs, pushed by rank (mode 3; clusters of up to 16)
   __shared__ std::uint64_t bar;
   const long long first = (long long)(blockIdx.x + a.offset) * B * E + threadIdx.x;
   const uint4* x = reinterpret_cast<const uint4*>(a.x) + first;
@@ -74,13 +140,7 @@ __global__ void __launch_bounds__(B) held(Args a) {
     return;
   } else {
     const bool push = (kMode == 3 || kMode == 7) && a.cluster > 1;
-    if (push) {
-      if (threadIdx.x == 0) {
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(&bar)) : "memory");
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-      }
-      asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");  // waited for before the push
-    }
+    if (push) init_push_barriers(&bar, 1);  // waited for before the push
     uint4 v[E];
 #pragma unroll
     for (int e = 0; e < E; ++e) v[e] = x[e * B];
@@ -108,43 +168,12 @@ __global__ void __launch_bounds__(B) held(Args a) {
         const float d = t.x / n;
         mean = k + d, m2 = t.y - t.x * d;
       } else {
-        float s = 0.f;
-#pragma unroll
-        for (int e = 0; e < E; ++e) s += sum8(v[e]);
-        mean = block_sum2<B, false>(s, 0.f, red).x / n;
-        float s1 = 0.f, s2 = 0.f;
-#pragma unroll
-        for (int e = 0; e < E; ++e) shifted_sums8(v[e], mean, s1, s2);
-        m2 = block_sum2<B, true>(s1, s2, red).y;
+        chunk_moments<B, E>(v, red, mean, m2);
       }
       const int lane = threadIdx.x % 32;
       if (push) {
         asm volatile("barrier.cluster.wait.aligned;" ::: "memory");  // every peer's barrier is initialized
-        if (threadIdx.x == 0)
-          asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(&bar)),
-                       "r"(unsigned(a.cluster * 8))
-                       : "memory");
-        unsigned rank;
-        asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
-        if (int(threadIdx.x) < a.cluster) {
-          std::uint32_t dst, dst_bar;
-          asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(dst) : "r"(smem_u32(&pushed[rank])), "r"(int(threadIdx.x)));
-          asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(dst_bar) : "r"(smem_u32(&bar)), "r"(int(threadIdx.x)));
-          asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::"r"(dst),
-                       "f"(mean), "f"(m2), "r"(dst_bar)
-                       : "memory");
-        }
-        unsigned done = 0;
-        while (!done)
-          asm volatile(
-              "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
-              : "=r"(done)
-              : "r"(smem_u32(&bar))
-              : "memory");
-        St m{0.f, 0.f, 0.f};
-        if (lane < a.cluster) m = St{n, pushed[lane].x, pushed[lane].y};
-        m = warp_merge_ordered(m, lane);
-        mean = m.mean, m2 = m.m2 / m.n * n;
+        push_exchange(mean, m2, n, a.cluster, pushed, &bar);
       }
       if (kMode == 6 && a.cluster > 1) {
         cg::cluster_group cluster = cg::this_cluster();
@@ -183,12 +212,50 @@ __global__ void __launch_bounds__(B) held(Args a) {
   }
 }
 
-struct Shape {
-  int block, per_thread, cluster;
-};
+// Two items a workgroup (held2): workgroup b holds its chunk of each half of x (so a cluster
+// holds one group of each half) and takes item 0, then item 1, each as mode 3 does (two block
+// sums, the cluster's exchange, SiLU stores). kAhead: item 1's loads issued with item 0's, in
+// flight while item 0 reduces, exchanges and stores, so that one part of the work streams while
+// another waits; else after item 0's stores (the control: the same work, nothing overlapped).
+template <int B, int E, bool kAhead>
+__global__ void __launch_bounds__(B) held2(Args a) {
+  __shared__ float2 red[B / 32];
+  __shared__ float2 pushed[2][8];  // each item's pairs, pushed by rank
+  __shared__ std::uint64_t bar[2];
+  constexpr float n = float(B * E * 8);
+  const long long half = (long long)gridDim.x * B * E;
+  const long long first = (long long)blockIdx.x * B * E + threadIdx.x;
+  const uint4* x = reinterpret_cast<const uint4*>(a.x) + first;
+  uint4* y = reinterpret_cast<uint4*>(a.y) + first;
+  const bool push = a.cluster > 1;
+  if (push) init_push_barriers(bar, 2);
+  uint4 v[2][E];
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    if (k == 0 || !kAhead)
+#pragma unroll
+      for (int j = k; j < (kAhead ? 2 : k + 1); ++j)
+#pragma unroll
+        for (int e = 0; e < E; ++e) v[j][e] = x[j * half + e * B];
+    if (k == 1) __syncthreads();  // red: item 0's last block sum read by every thread
+    float mean, m2;
+    chunk_moments<B, E>(v[k], red, mean, m2);
+    if (push) {
+      if (k == 0) asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+      push_exchange(mean, m2, n, a.cluster, pushed[k], &bar[k]);
+    }
+    const float rstd = rsqrtf(m2 / n + 1e-5f);
+    const float2 ss = make_float2(rstd, -mean * rstd);
+#pragma unroll
+    for (int e = 0; e < E; ++e) y[k * half + e * B] = silu_affine8(v[k][e], ss);
+  }
+  if (push) asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+}
 
-template <int B, int E, int kMode>
-void launch(const Args& a, int grid, cudaStream_t s) {
+using Kernel = void (*)(Args);
+
+// One launch of `kernel` (B threads a workgroup) over a's set, in clusters of a.cluster.
+void launch_kernel(Kernel kernel, int B, const Args& a, int grid, cudaStream_t s) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(grid);
   cfg.blockDim = dim3(B);
@@ -208,18 +275,23 @@ void launch(const Args& a, int grid, cudaStream_t s) {
   }
   cfg.attrs = attr;
   cfg.numAttrs = unsigned(n);
-  CHECK(cudaLaunchKernelEx(&cfg, held<B, E, kMode>, a));
+  CHECK(cudaLaunchKernelEx(&cfg, kernel, a));
+}
+
+template <int B, int E, int kMode>
+void launch(const Args& a, int grid, cudaStream_t s) {
+  launch_kernel(held<B, E, kMode>, B, a, grid, s);
 }
 
 // Clusters of the shape the device runs at once (cudaOccupancyMaxActiveClusters), or workgroups
 // at once (occupancy x compute units) without clusters.
-template <int B, int E, int kMode>
-int at_once(int cluster, int pad, int grid, int cus) {
+int kernel_at_once(Kernel kernel, int B, int cluster, int pad, int grid, int cus) {
   if (cluster <= 1) {
     int per_cu = 0;
-    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_cu, held<B, E, kMode>, B, std::size_t(pad)));
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_cu, kernel, B, std::size_t(pad)));
     return per_cu * cus;
   }
+  if (cluster > 8) CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(grid);
   cfg.blockDim = dim3(B);
@@ -230,8 +302,13 @@ int at_once(int cluster, int pad, int grid, int cus) {
   cfg.attrs = attr;
   cfg.numAttrs = 1;
   int n = 0;
-  CHECK(cudaOccupancyMaxActiveClusters(&n, held<B, E, kMode>, &cfg));
+  CHECK(cudaOccupancyMaxActiveClusters(&n, kernel, &cfg));
   return n;
+}
+
+template <int B, int E, int kMode>
+int at_once(int cluster, int pad, int grid, int cus) {
+  return kernel_at_once(held<B, E, kMode>, B, cluster, pad, grid, cus);
 }
 
 struct Set {
@@ -310,9 +387,55 @@ void run_shape(const std::vector<Set>& sets, long long vectors, int cluster, int
   std::printf("\n");
 }
 
+// One launch shape's time (a graph over the sets, median), its output checked against float64
+// (groups of `group` elements), printed with its clusters at once and rounds.
+void time_item(const std::vector<Set>& sets, long long vectors, Kernel kernel, int B, int grid, int cluster,
+               long long group, int cus, const char* what, cudaStream_t s) {
+  const int fit = kernel_at_once(kernel, B, cluster, 0, grid, cus), units = grid / cluster;
+  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  for (const Set& z : sets) launch_kernel(kernel, B, Args{z.x, z.y, cluster, 0, 0, 0}, grid, s);
+  const double us = replay_median_us(s, 10, int(sets.size()));
+  CHECK(cudaStreamSynchronize(s));
+  check_clusters(sets[0], vectors * 8, group, what);
+  std::printf("  %s %5.2f (%d at once, %d round%s)", what, us, fit, (units + fit - 1) / fit,
+              (units + fit - 1) / fit > 1 ? "s" : "");
+}
+
+// The two-item question at one launch shape (B x E vectors an item, clusters of `cluster`):
+// mode 3 with one item a workgroup (twice the workgroups), mode 3 with one item of 2E vectors
+// (the two-item kernels' workgroups and bytes a workgroup, groups twice as large), and held2
+// in turn and with the second item's loads ahead. Each with its clusters at once and rounds.
+template <int B, int E>
+void run_two(const std::vector<Set>& sets, long long vectors, int cluster, int cus, cudaStream_t s) {
+  const int grid1 = int(vectors / (B * E)), grid2 = grid1 / 2;
+  if (grid1 % (2 * cluster) != 0) return;
+  const long long group = (long long)B * E * 8 * cluster;
+  std::printf("  %4d x %d, clusters of %d:", B, E, cluster);
+  time_item(sets, vectors, held<B, E, 3>, B, grid1, cluster, group, cus, "one item", s);
+  time_item(sets, vectors, held<B, 2 * E, 3>, B, grid2, cluster, 2 * group, cus, "one of 2E", s);
+  time_item(sets, vectors, held2<B, E, false>, B, grid2, cluster, group, cus, "two in turn", s);
+  time_item(sets, vectors, held2<B, E, true>, B, grid2, cluster, group, cus, "two, loads ahead", s);
+  std::printf("\n");
+}
+
+// Mode 3 (sums, the cluster's exchange, SiLU stores) at B x E in clusters of `cluster`: groups
+// of B E 8 cluster elements, for launch shapes of the same group in fewer threads a workgroup.
+template <int B, int E>
+void run_exchange(const std::vector<Set>& sets, long long vectors, int cluster, int cus, cudaStream_t s) {
+  const int grid = int(vectors / (B * E));
+  if (grid % cluster != 0) return;
+  char what[64];
+  std::snprintf(what, sizeof what, "%d x %d, clusters of %d (group %lld KB):", B, E, cluster,
+                (long long)B * E * 16 * cluster >> 10);
+  time_item(sets, vectors, held<B, E, 3>, B, grid, cluster, (long long)B * E * 8 * cluster, cus, what, s);
+  std::printf("\n");
+}
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  // `two`: the two-item comparison only; `threads`: one group's exchange at fewer threads a workgroup
+  const std::string only = argc > 1 ? argv[1] : "";
+  const bool two = only == "two", threads = only == "threads";
   int cus = 0;
   cudaStream_t s = probe_stream(&cus);
   int l2 = 0;
@@ -320,13 +443,37 @@ int main() {
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("%s, %d compute units, L2 %d MB\n", prop.name, cus, l2 >> 20);
-  for (const long long mb : {4LL, 5LL, 10LL}) {
+  for (const long long mb : two || threads ? std::vector<long long>{4, 10, 20, 40} : std::vector<long long>{4, 5, 10}) {
     const std::size_t bytes = std::size_t(mb) << 20;
     const long long vectors = (long long)bytes / 16;
     std::vector<Set> sets(std::size_t(rotating_sets(bytes, 3 * std::size_t(l2))));
     for (std::size_t i = 0; i < sets.size(); ++i) alloc_xy(sets[i], (long long)bytes / 2, int(i), 12, 0.1f, s);
     CHECK(cudaStreamSynchronize(s));
     std::printf("%lld MB (%zu sets): cudaMemcpy %.2f us\n", mb, sets.size(), copy_us(sets, bytes, s));
+    if (threads) {
+      // groups of 128 KB (vae_64x512's), then 64 KB and 256 KB
+      run_exchange<256, 4>(sets, vectors, 8, cus, s);
+      run_exchange<128, 8>(sets, vectors, 8, cus, s);
+      run_exchange<128, 4>(sets, vectors, 16, cus, s);
+      run_exchange<64, 8>(sets, vectors, 16, cus, s);
+      run_exchange<256, 8>(sets, vectors, 4, cus, s);
+      run_exchange<128, 16>(sets, vectors, 4, cus, s);
+      run_exchange<256, 2>(sets, vectors, 8, cus, s);
+      run_exchange<128, 4>(sets, vectors, 8, cus, s);
+      run_exchange<256, 4>(sets, vectors, 16, cus, s);
+      run_exchange<128, 8>(sets, vectors, 16, cus, s);
+      for (Set& z : sets) free_xy(z);
+      continue;
+    }
+    if (two) {
+      for (const int c : {4, 8}) run_two<256, 4>(sets, vectors, c, cus, s);
+      run_two<128, 4>(sets, vectors, 8, cus, s);
+      run_two<256, 2>(sets, vectors, 8, cus, s);
+      run_two<512, 4>(sets, vectors, 4, cus, s);
+      run_two<512, 2>(sets, vectors, 4, cus, s);
+      for (Set& z : sets) free_xy(z);
+      continue;
+    }
     for (const int c : {1, 4, 8}) run_shape<256, 4>(sets, vectors, c, 0, cus, s);
     run_shape<256, 4>(sets, vectors, 8, 100, cus, s);
     for (const int c : {1, 2, 4}) run_shape<512, 4>(sets, vectors, c, 0, cus, s);
