@@ -117,6 +117,10 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
   constexpr int W = B / kWarpSize;
   using T = typename Traits::XType;
   using VecT = Vec<T, V>;
+  // x's vectors held as loaded in 32-bit words, as the channels-last kernel holds them: as Vecs,
+  // bf16's ran 1.02-1.06x fp16's time on the same bytes (H200, one process; bench/NOTES.md,
+  // "bf16's channels-first stream forward")
+  using Raw = Bits<VecT>;
   extern __shared__ __align__(16) unsigned char dynamic_smem[];
   __shared__ float red[2][W][W];  // phase 1: [sum][segment of the batch][wavefront]
   __shared__ float seg_k[W];      // phase 1: each segment's shift K
@@ -137,7 +141,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     float4* slots;
   };
   float2* const table = reinterpret_cast<float2*>(dynamic_smem);
-  VecT* const held = reinterpret_cast<VecT*>(dynamic_smem + std::size_t(p.affine_rows) * sizeof(float2));
+  Raw* const held = reinterpret_cast<Raw*>(dynamic_smem + std::size_t(p.affine_rows) * sizeof(float2));
   auto wave_of = [&](int wave) {
     const std::int64_t total = std::int64_t(p.num_groups) * L;
     if constexpr (!kWaves) return Wave{FlatShares<V>(p, 0, total), reinterpret_cast<float4*>(p.partials)};
@@ -183,7 +187,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
         for (int j = 0; j < batch; ++j) {
           const CfSegment<V> sg(p, f, share, g0 + j);
           const float k = to_float(x[sg.s]);
-          const VecT* src = reinterpret_cast<const VecT*>(x + sg.s + sg.head);
+          const Raw* src = reinterpret_cast<const Raw*>(x + sg.s + sg.head);
           int k0;
           const int kept = kept_of(f, share, sg, k0);
           float s1 = 0.f, s2 = 0.f;
@@ -192,7 +196,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
             // U vectors a step and no more: ptxas would unroll further and spill
 #pragma unroll 1
             for (int q0 = qa + t; q0 < qb; q0 += B * U) {
-              VecT raw[U];
+              Raw raw[U];
 #pragma unroll
               for (int u = 0; u < U; ++u)
                 if (q0 + u * B < qb) raw[u] = decltype(keep)::value ? load_global(src + q0 + u * B, spent) : src[q0 + u * B];
@@ -201,7 +205,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
                 if (q0 + u * B < qb) {
                   if constexpr (decltype(keep)::value) held[k0 + q0 + u * B] = raw[u];
                   float v[V];
-                  widen(raw[u], v);
+                  widen(from_bits<VecT>(raw[u]), v);
 #pragma unroll
                   for (int i = 0; i < V; ++i) {
                     const float d = v[i] - k;
@@ -282,7 +286,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
           const float mean = seg_stat[j].x, rstd = seg_stat[j].y;
           // elements are placed by their offset from the share's first channel row
           const int rel = int(sg.s - r_lo * hw);
-          const VecT* src = reinterpret_cast<const VecT*>(x + sg.s + sg.head);
+          const Raw* src = reinterpret_cast<const Raw*>(x + sg.s + sg.head);
           VecT* dst = reinterpret_cast<VecT*>(y + sg.s + sg.head);
           int k0;
           const int kept = kept_of(f, share, sg, k0);
@@ -291,7 +295,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
             constexpr int kStep = B * U;
 #pragma unroll 1
             for (int q0 = qa + (qb > qa ? (qb - 1 - qa) / kStep * kStep : -kStep) + t; q0 >= qa; q0 -= kStep) {
-              VecT raw[U];
+              Raw raw[U];
 #pragma unroll
               for (int u = 0; u < U; ++u) {
                 const int q = q0 + u * B;
@@ -302,7 +306,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
                 const int q = q0 + u * B;
                 if (q < qb) {
                   float v[V];
-                  widen(raw[u], v);
+                  widen(from_bits<VecT>(raw[u]), v);
                   // the vector's first element is in channel row r of the share; a vector that
                   // crosses the row's end (HW >= V: one crossing at most) takes the next row's
                   // scale and shift from element `cut` on
