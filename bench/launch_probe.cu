@@ -462,24 +462,20 @@ int main(int argc, char** argv) {
       run_exchange<128, 4>(sets, vectors, 8, cus, s);
       run_exchange<256, 4>(sets, vectors, 16, cus, s);
       run_exchange<128, 8>(sets, vectors, 16, cus, s);
-      for (Set& z : sets) free_xy(z);
-      continue;
-    }
-    if (two) {
+    } else if (two) {
       for (const int c : {4, 8}) run_two<256, 4>(sets, vectors, c, cus, s);
       run_two<128, 4>(sets, vectors, 8, cus, s);
       run_two<256, 2>(sets, vectors, 8, cus, s);
       run_two<512, 4>(sets, vectors, 4, cus, s);
       run_two<512, 2>(sets, vectors, 4, cus, s);
-      for (Set& z : sets) free_xy(z);
-      continue;
+    } else {
+      for (const int c : {1, 4, 8}) run_shape<256, 4>(sets, vectors, c, 0, cus, s);
+      run_shape<256, 4>(sets, vectors, 8, 100, cus, s);
+      for (const int c : {1, 2, 4}) run_shape<512, 4>(sets, vectors, c, 0, cus, s);
+      for (const int c : {1, 4}) run_shape<512, 4>(sets, vectors, c, 160, cus, s);
+      for (const int c : {1, 8}) run_shape<256, 2>(sets, vectors, c, 0, cus, s);
+      for (const int c : {1, 8}) run_shape<128, 4>(sets, vectors, c, 0, cus, s);
     }
-    for (const int c : {1, 4, 8}) run_shape<256, 4>(sets, vectors, c, 0, cus, s);
-    run_shape<256, 4>(sets, vectors, 8, 100, cus, s);
-    for (const int c : {1, 2, 4}) run_shape<512, 4>(sets, vectors, c, 0, cus, s);
-    for (const int c : {1, 4}) run_shape<512, 4>(sets, vectors, c, 160, cus, s);
-    for (const int c : {1, 8}) run_shape<256, 2>(sets, vectors, c, 0, cus, s);
-    for (const int c : {1, 8}) run_shape<128, 4>(sets, vectors, c, 0, cus, s);
     for (Set& z : sets) free_xy(z);
   }
   CHECK(cudaGetLastError());
