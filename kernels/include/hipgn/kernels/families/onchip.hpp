@@ -176,26 +176,25 @@ __device__ __forceinline__ void fwd_onchip_span(const Params& p, const GroupView
   };
   float v[E][V];
   Rows early[kEarly ? E : 1];
+  // Each slot widened and summed in its guard, bf16 too (kOnchipWidenAfterLoads is the aligned
+  // kernel's): here, with the widening after every slot's load, ptxas branched around each
+  // guarded load into one set of registers, so each slot's load waited for the one before (SASS,
+  // 256 x 8 x 8); in the guard they are predicated, several in flight. bf16's 256 x 8 x 8 and
+  // 512 x 8 x 8 ran 0.89-0.90 of the time so, level with fp16 (bench/NOTES.md, "The onchip
+  // forward's bf16 loads, again").
   Vec<X, V> raw[E];
   float sum = 0.f;
-  const auto widen_and_add = [&](int e) {
-    widen(raw[e], v[e]);
-#pragma unroll
-    for (int i = 0; i < V; ++i) sum += v[e][i];
-  };
 #pragma unroll
   for (int e = 0; e < E; ++e) {
     const int q = t + e * B;
     if (q < body) {
       raw[e] = *reinterpret_cast<const Vec<X, V>*>(x + view.base + head + std::int64_t(q) * V);
       if constexpr (kEarly) early[e] = rows_of(q);
-      if constexpr (!kOnchipWidenAfterLoads<Traits>) widen_and_add(e);
+      widen(raw[e], v[e]);
+#pragma unroll
+      for (int i = 0; i < V; ++i) sum += v[e][i];
     }
   }
-  if constexpr (kOnchipWidenAfterLoads<Traits>)
-#pragma unroll
-    for (int e = 0; e < E; ++e)
-      if (t + e * B < body) widen_and_add(e);
   // the head and the tail, an element a thread: element `rel` of the group
   const int rel = t < head ? t : head + int(run.body) * V + (t - head);
   const X* xs = static_cast<const X*>(p.x);
@@ -301,15 +300,16 @@ __device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView
   constexpr bool kAfter = kOnchipRowsWidenAfterLoads<Traits>;
   float v[kBits ? 1 : E][V];
   float sum = 0.f;
-  Vec<X, V> raw[kAfter || kBits ? E : 1];
+  using VecT = Vec<X, V>;
+  Bits<VecT> raw[kAfter || kBits ? E : 1];  // as loaded, in 32-bit words
 #pragma unroll
   for (int e = 0; e < E; ++e) {
     const bool mine = active && r0 + e * R < rows;
     if (kOnchipLoadsAtOnce<Traits> || mine) {
       if constexpr (kAfter) {  // sixteen slots: no loads at once, so `mine` holds here
-        raw[e] = *reinterpret_cast<const Vec<X, V>*>(x + e * step);
+        raw[e] = *reinterpret_cast<const Bits<VecT>*>(x + e * step);
       } else if constexpr (kBits) {
-        raw[e] = *reinterpret_cast<const Vec<X, V>*>(mine ? x + e * step : x0);
+        raw[e] = *reinterpret_cast<const Bits<VecT>*>(mine ? x + e * step : x0);
       } else {
         load_vec<V>(mine ? x + e * step : x0, v[e]);
 #pragma unroll
@@ -322,7 +322,7 @@ __device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView
     for (int e = 0; e < E; ++e) {
       if (active && r0 + e * R < rows) {
         float f[V];
-        widen(raw[e], f);
+        widen(from_bits<VecT>(raw[e]), f);
 #pragma unroll
         for (int i = 0; i < V; ++i) {
           sum += f[i];
@@ -336,7 +336,7 @@ __device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView
   auto with_values = [&](int e, auto&& use) {
     if constexpr (kBits) {
       float f[V];
-      widen(opaque(raw[e]), f);
+      widen(opaque(from_bits<VecT>(raw[e])), f);
       use(f);
     } else {
       use(v[e]);
@@ -545,10 +545,11 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, std::int64_t
   // 1024-thread configurations hold 16 vectors within 64 registers).
   constexpr bool kEarlyAffine = E <= 4;
   float early_gamma[kEarlyAffine ? E : 1], early_beta[kEarlyAffine ? E : 1];
-  Vec<X, V> raw[E];
+  using VecT = Vec<X, V>;
+  Bits<VecT> raw[E];  // as loaded, in 32-bit words
   float sum = 0.f;
   const auto widen_and_add = [&](int e, bool mine) {
-    widen(raw[e], v[e]);
+    widen(from_bits<VecT>(raw[e]), v[e]);
 #pragma unroll
     for (int i = 0; i < V; ++i) sum += mine ? v[e][i] : 0.f;
   };
@@ -563,7 +564,7 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, std::int64_t
     const bool mine = q < vectors;
     if (kOnchipLoadsAtOnce<Traits> || mine) {
       const int at = mine ? q : 0;  // the group's first vector for a slot past it
-      raw[e] = *reinterpret_cast<const Vec<X, V>*>(x + std::int64_t(at) * V);
+      raw[e] = *reinterpret_cast<const Bits<VecT>*>(x + std::int64_t(at) * V);
       if constexpr (!kOnchipWidenAfterLoads<Traits>) widen_and_add(e, mine);
     }
   }
