@@ -16,8 +16,9 @@
 
 namespace hipgn::kernels {
 
-// Whether the channels-first onchip forward's slots widen after every slot's load, not in the
-// slot's guard: bf16's 16-byte slots, eight or more a thread. There a guarded block held a load,
+// Whether the channels-first onchip forward's aligned slots widen after every slot's load, not in
+// the slot's guard: bf16's 16-byte slots, eight or more a thread (the span kernel's widen in the
+// guard, where this measured the other way: fwd_onchip_span). There a guarded block held a load,
 // eight conversions of two instructions each pair and the sums, too long for ptxas to predicate,
 // so it stayed a branch and each slot's load waited for the one before (Nsight, 512 x 8 x 8 at
 // sd15_32x640: 8.96 us against fp16's 7.74, long_sb 2,307 stall samples against 1,243). After:
