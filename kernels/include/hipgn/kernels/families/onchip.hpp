@@ -27,13 +27,20 @@ namespace hipgn::kernels {
 template <typename Traits>
 inline constexpr bool kOnchipWidenAfterLoads =
     std::is_same_v<typename Traits::XType, bf16_t> && Traits::kVectorSize == 8 && Traits::kPerThread >= 8;
-// The same for the channels-last onchip forward's rows: 16-bit pairs (4-byte vectors), sixteen
-// slots a thread. 512 x 2 x 16 ran 0.88-0.94x the time with it (sd15_32x320 7.7 -> 6.9 us fp16,
-// 8.0 -> 7.0 bf16; sd15_16x1920 6.9 -> 6.5), 1024 x 2 x 16 0.96-1.01x; 8-byte vectors of eight
-// slots 1.06-1.08x (bench/NOTES.md, "bf16's loads in rounds" and "Sixteen 4-byte slots").
+// The same for the channels-last onchip forward's rows (the kernels that hold them as fp32):
+// 16-bit pairs (4-byte vectors), sixteen slots a thread: 512 x 2 x 16 ran 0.88-0.94x the time
+// with it (sd15_32x320 7.7 -> 6.9 us fp16, 8.0 -> 7.0 bf16; sd15_16x1920 6.9 -> 6.5), 1024 x 2 x
+// 16 0.96-1.01x. 16-bit 16-byte vectors, eight slots a thread, fp16 and bf16 alike: widened in
+// the guard, each slot's load sat behind its own branch, into one register set (SASS of
+// 256 x 8 x 8), so that each waited for the one before; after, 0.69-0.82x the time
+// (sdxl_64x1280 42.5 -> 29.7 us, sd15_32x1280 10.9 -> 8.7). 8-byte vectors of eight slots ran
+// 1.06-1.08x (bench/NOTES.md, "bf16's loads in rounds", "Sixteen 4-byte slots" and "The
+// channels-last rows kernel's loads in rounds"). Eight slots or more: never loaded at once
+// (kOnchipLoadsAtOnce), so the loads stay in the slots' guards.
 template <typename Traits>
 inline constexpr bool kOnchipRowsWidenAfterLoads =
-    sizeof(typename Traits::XType) == 2 && Traits::kVectorSize == 2 && Traits::kPerThread >= 16;
+    sizeof(typename Traits::XType) == 2 &&
+    ((Traits::kVectorSize == 2 && Traits::kPerThread >= 16) || (Traits::kVectorSize == 8 && Traits::kPerThread >= 8));
 
 // Which channels-last forward instances also have their parts kernel with the rows held as
 // loaded (16-bit x: half the registers of their fp32 values, widened again at each of their
@@ -299,6 +306,7 @@ __device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView
   PhaseClock<5> phases;
   static_assert(!kBits || sizeof(X) == 2, "rows held as loaded: 16-bit x");
   constexpr bool kAfter = kOnchipRowsWidenAfterLoads<Traits>;
+  static_assert(!kAfter || !kOnchipLoadsAtOnce<Traits>, "widened after guarded loads only");
   float v[kBits ? 1 : E][V];
   float sum = 0.f;
   using VecT = Vec<X, V>;
@@ -307,7 +315,7 @@ __device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView
   for (int e = 0; e < E; ++e) {
     const bool mine = active && r0 + e * R < rows;
     if (kOnchipLoadsAtOnce<Traits> || mine) {
-      if constexpr (kAfter) {  // sixteen slots: no loads at once, so `mine` holds here
+      if constexpr (kAfter) {  // no loads at once (kOnchipRowsWidenAfterLoads), so `mine` holds here
         raw[e] = *reinterpret_cast<const Bits<VecT>*>(x + e * step);
       } else if constexpr (kBits) {
         raw[e] = *reinterpret_cast<const Bits<VecT>*>(mine ? x + e * step : x0);

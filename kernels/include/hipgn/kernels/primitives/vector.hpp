@@ -170,17 +170,23 @@ __device__ __forceinline__ void store_if(float* base, std::int64_t i, float v, b
 }
 
 // Vectors widened to fp32 and narrowed back, two elements a conversion instruction where the
-// target has one.
+// target has one. A bf16 pair's word widens by moving each half to a float's top bits, one
+// instruction a half (a shift, an and): __bfloat1622float2 took three a pair (SASS: PRMT and a
+// shift for the high half), where fp16's pair takes two (HADD2.F32 each).
 template <typename T, int N>
 __device__ __forceinline__ void widen(const Vec<T, N>& r, float (&out)[N]) {
 #if defined(__CUDA_ARCH__)
   if constexpr (N % 2 == 0 && !std::is_same_v<T, float>) {  // two elements a conversion
 #pragma unroll
     for (int i = 0; i < N / 2; ++i) {
-      float2 f;
-      if constexpr (std::is_same_v<T, f16_t>) f = __half22float2(reinterpret_cast<const __half2*>(r.v)[i]);
-      else f = __bfloat1622float2(reinterpret_cast<const __nv_bfloat162*>(r.v)[i]);
-      out[2 * i] = f.x, out[2 * i + 1] = f.y;
+      if constexpr (std::is_same_v<T, f16_t>) {
+        const float2 f = __half22float2(reinterpret_cast<const __half2*>(r.v)[i]);
+        out[2 * i] = f.x, out[2 * i + 1] = f.y;
+      } else {
+        unsigned w;
+        __builtin_memcpy(&w, r.v + 2 * i, 4);
+        out[2 * i] = __uint_as_float(w << 16), out[2 * i + 1] = __uint_as_float(w & 0xffff0000u);
+      }
     }
   } else  // (an else, not a return: a loop after the return is unreachable, and nvcc says so)
 #endif
