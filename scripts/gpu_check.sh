@@ -42,11 +42,11 @@ if [ "${WAVES:-1}" = 1 ]; then
   echo "stream forward in waves (HIPGN_STREAM_WAVES=always): rc=$wrc, $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/waves.log" | tr '\n' ' ')"
   [ $wrc -ne 0 ] && rc=1
 fi
-# the channels-last onchip forward's parts with the rows held as loaded, which the launcher takes
-# by default only where they run a launch's clusters in fewer rounds (no test's shape does):
-# their tests again with that kernel wherever an instance has it
+# the onchip forward's parts held as loaded (channels-last rows, channels-first vectors), which
+# the launcher takes by default only where they run a launch's clusters in fewer rounds (no
+# test's shape does): their tests again with that kernel wherever an instance has it
 if [ "${ROWS_BITS:-1}" = 1 ]; then
-  HIPGN_ONCHIP_ROWS_BITS=always $BUILD/tests/hipgn_tests --gtest_filter='*OnchipRowsBits*:*FwdInstance*_cl_*_onchip_*' \
+  HIPGN_ONCHIP_ROWS_BITS=always $BUILD/tests/hipgn_tests --gtest_filter='*OnchipRowsBits*:*FwdInstance*_onchip_*' \
     > "$OUT/rows_bits.log" 2>&1
   brc=$?
   echo "onchip forward's rows held as loaded (HIPGN_ONCHIP_ROWS_BITS=always): rc=$brc, $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/rows_bits.log" | tr '\n' ' ')"
@@ -83,9 +83,9 @@ if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer > /dev/null; then
     # the waves, one instance
     [ "${WAVES:-1}" = 1 ] &&
       sanitize waves_$tool ", waves" 300 '*StreamWaves*f16_f16_cf_swish_stream_b512_v8_e1' HIPGN_STREAM_WAVES=always
-    # the channels-last onchip forward's parts with the rows held as loaded, two instances
+    # the onchip forward's parts held as loaded, three instances (channels-first: aligned and peeled)
     [ "${ROWS_BITS:-1}" = 1 ] && sanitize rows_bits_$tool ", rows held as loaded" 200 \
-      '*OnchipRowsBits*f16_f16_cl_swish_onchip_b256_v8_e4:*OnchipRowsBits*bf16_bf16_cl_swish_onchip_b256_v4_e8' \
+      '*OnchipRowsBits*f16_f16_cl_swish_onchip_b256_v8_e4:*OnchipRowsBits*bf16_bf16_cl_swish_onchip_b256_v4_e8:*OnchipRowsBits*f16_f16_cf_swish_onchip_b256_v8_e8' \
       HIPGN_CLUSTERS=$cl HIPGN_ONCHIP_ROWS_BITS=always
   done
 fi

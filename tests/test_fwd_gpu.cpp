@@ -112,17 +112,18 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(StreamWaves);  // a build without 
 INSTANTIATE_TEST_SUITE_P(All, StreamWaves, ::testing::ValuesIn(stream_cf_forwards()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
-// The channels-last onchip forward's parts with the rows held as loaded (families/onchip.hpp,
-// kOnchipRowsBits), which the launcher takes by default only where they run a launch's clusters
-// in fewer rounds than the plain kernel: no shape small enough for a test does. Two shapes whose
-// groups go in two to five parts for every such instance, against the reference; with
-// HIPGN_ONCHIP_ROWS_BITS=always (scripts/gpu_check.sh runs these tests so) in that kernel.
+// The onchip forward's parts with x held as loaded (families/onchip.hpp, kOnchipRowsBits: the
+// channels-last rows, the channels-first vectors, aligned or peeled), which the launcher takes by
+// default only where they run a launch's clusters in fewer rounds than the plain kernel: no shape
+// small enough for a test does. Two shapes whose groups go in two to five parts for every such
+// instance (channels-first: 4160 an aligned channel row, 1517 a peeled one), against the
+// reference; with HIPGN_ONCHIP_ROWS_BITS=always (scripts/gpu_check.sh runs these tests so) in
+// that kernel.
 class OnchipRowsBits : public ::testing::TestWithParam<std::string> {};
 
 std::vector<std::string> onchip_rows_bits_forwards() {
   return instance_names(false, [](const InstanceSpec& s) {
-    return s.family == Family::onchip && s.layout == Layout::channels_last &&
-           onchip_rows_bits(int(size_of(s.x_dtype)), s.vector, s.per_thread);
+    return s.family == Family::onchip && onchip_rows_bits(int(size_of(s.x_dtype)), s.vector, s.per_thread);
   });
 }
 

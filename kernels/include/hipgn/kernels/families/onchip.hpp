@@ -42,26 +42,31 @@ inline constexpr bool kOnchipRowsWidenAfterLoads =
     sizeof(typename Traits::XType) == 2 &&
     ((Traits::kVectorSize == 2 && Traits::kPerThread >= 16) || (Traits::kVectorSize == 8 && Traits::kPerThread >= 8));
 
-// Which channels-last forward instances also have their parts kernel with the rows held as
-// loaded (16-bit x: half the registers of their fp32 values, widened again at each of their
-// three uses; fwd_onchip_rows' kBits). It costs instructions and saves registers: 256 x 8 x 4
-// 78 -> 62 (three workgroups a compute unit -> four), 256 x 4 x 8 80 -> 55, 256 x 8 x 8 128 -> 79
-// (two -> three), 512 x 4 x 8 64 -> 54 (two either way). So the launcher takes it where the
-// device runs a launch's clusters in fewer rounds with it (FamilyLauncher<onchip>::held_parts),
-// and the plain kernel elsewhere. Measured (H200, fp16 / bf16; bench/NOTES.md, "The
-// channels-last onchip forward's rows held as loaded"): 256 x 8 x 4 at sd15_32x1280 9.55 -> 8.64
-// us (62 + 2 clusters -> one round), sdxl_32x2560 16.2 -> 15.0; 256 x 8 x 8 at det_25x42x2048
-// 18.3 -> 10.9; but at one round either way 1.05-1.08x the time (vae_64x512 7.51 -> 7.98), and
-// 512 x 4 x 8 1.08-1.16x.
+// Which forward instances also have their parts kernel with x held as loaded (16-bit x: half
+// the registers of their fp32 values, widened again at each of their three uses; the kBits of
+// fwd_onchip_rows, fwd_onchip_aligned and fwd_onchip_span). It costs instructions and saves
+// registers: channels-last 256 x 8 x 4 78 -> 62 (three workgroups a compute unit -> four),
+// 256 x 4 x 8 80 -> 55, 256 x 8 x 8 128 -> 79 (two -> three), 512 x 4 x 8 64 -> 54 (two either
+// way). So the launcher takes it where the device runs a launch's clusters in fewer rounds with
+// it (FamilyLauncher<onchip>::held_parts), and the plain kernel elsewhere. Measured (H200, fp16
+// / bf16; bench/NOTES.md, "The channels-last onchip forward's rows held as loaded"): 256 x 8 x 4
+// at sd15_32x1280 9.55 -> 8.64 us (62 + 2 clusters -> one round), sdxl_32x2560 16.2 -> 15.0;
+// 256 x 8 x 8 at det_25x42x2048 18.3 -> 10.9; but at one round either way 1.05-1.08x the time
+// (vae_64x512 7.51 -> 7.98), and 512 x 4 x 8 1.08-1.16x.
+// Channels-first, the aligned and peeled parts kernels the same way (x's vectors held as loaded):
+// fp16's aligned 256 x 8 x 4 80 -> 58 registers, 256 x 8 x 8 114 -> 79, peeled 256 x 8 x 8 118 ->
+// 58 (bf16's aligned plain kernels hold so already: ptxas widens its shifted halves again at each
+// use); sd15_64x640 fp16 14.34 -> 12.73 us, det_25x42x2048's peeled 256 x 8 x 8 in 5 parts 15.73 ->
+// 12.62 (bench/NOTES.md, "The channels-first onchip forward's parts held as loaded").
 // Which instances: params.hpp, onchip_rows_bits.
 template <typename Traits>
 inline constexpr bool kOnchipRowsBits =
-    Traits::kOp == Op::fwd && Traits::kLayout == Layout::channels_last &&
+    Traits::kOp == Op::fwd &&
     onchip_rows_bits(int(sizeof(typename Traits::XType)), Traits::kVectorSize, Traits::kPerThread);
 
 // Which parts kernel the launcher takes where an instance has both (kOnchipRowsBits): the one
 // that runs a launch's clusters in the fewest rounds, the plain one where they tie; or, with
-// HIPGN_ONCHIP_ROWS_BITS (read once), `0` the plain one (for measuring), `always` the rows held
+// HIPGN_ONCHIP_ROWS_BITS (read once), `0` the plain one (for measuring), `always` the one held
 // as loaded (the GPU check tests that kernel so: the corpus's shapes run in one round).
 enum class RowsBitsMode { fewest_rounds, never, always };
 inline RowsBitsMode onchip_rows_bits_mode() {
@@ -146,6 +151,20 @@ __device__ __forceinline__ void exchange_column_parts(const Params& p, int part,
 #endif
 }
 
+// Slot e of a thread's x for one use: its fp32 values as held (v), or with kBits widened again
+// from the bits as loaded (raw), made opaque so that the compiler holds the bits (16-bit x: half
+// the registers) and not a first widening's values.
+template <bool kBits, typename Raw, int E, typename Held, typename Use>
+__device__ __forceinline__ void with_held(const Raw (&raw)[E], const Held& v, int e, Use&& use) {
+  if constexpr (kBits) {
+    float f[sizeof(v[0]) / sizeof(float)];
+    widen(opaque(from_bits(raw[e])), f);
+    use(f);
+  } else {
+    use(v[e]);
+  }
+}
+
 // Family onchip, channels-first span mode (Params::span: a spatial size the vector does not
 // divide, or x and y off a 16-byte boundary): the group's contiguous run peeled, its body
 // vectors held kPerThread a thread and its head and tail an element a thread. A body vector may
@@ -157,12 +176,15 @@ __device__ __forceinline__ void exchange_column_parts(const Params& p, int part,
 // cluster that holds the group: body vectors part * part_rows on, up to part_rows of them (q
 // below counts from the part's first), the first part the head and the tail too, with statistics
 // of its own that the parts exchange (exchange_parts).
-template <typename Traits, bool kParts = false>
+//
+// With kBits (kOnchipHeldBits), the body vectors are held as loaded and widened at each use.
+template <typename Traits, bool kParts = false, bool kBits = false>
 __device__ __forceinline__ void fwd_onchip_span(const Params& p, const GroupView<Traits>& view, std::int64_t group,
                                                 int part = 0) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
   constexpr bool kEarly = E <= 4;
   using X = typename Traits::XType;
+  static_assert(!kBits || sizeof(X) == 2, "x held as loaded: 16-bit x");
   const int t = threadIdx.x, hw = int(p.spatial_size);
   const Peel<V> run(p.phase, view.base, p.group_elements);
   const int first = kParts ? part * int(p.part_rows) : 0;  // the part's first body vector
@@ -182,7 +204,7 @@ __device__ __forceinline__ void fwd_onchip_span(const Params& p, const GroupView
     const Affine<Traits> a1 = cut < V ? Affine<Traits>(p, view.channel0 + r + 1) : a0;
     return Rows{a0.gamma, a0.beta, a1.gamma, a1.beta, cut};
   };
-  float v[E][V];
+  float v[kBits ? 1 : E][V];
   Rows early[kEarly ? E : 1];
   // Each slot widened and summed in its guard, bf16 too (kOnchipWidenAfterLoads is the aligned
   // kernel's): here, with the widening after every slot's load, ptxas branched around each
@@ -190,17 +212,27 @@ __device__ __forceinline__ void fwd_onchip_span(const Params& p, const GroupView
   // 256 x 8 x 8); in the guard they are predicated, several in flight. bf16's 256 x 8 x 8 and
   // 512 x 8 x 8 ran 0.89-0.90 of the time so, level with fp16 (bench/NOTES.md, "The onchip
   // forward's bf16 loads, again").
-  Vec<X, V> raw[E];
+  // (as Vecs without kBits: as Bits, 8 of the plain span kernels' SASS changed, unmeasured)
+  using VecT = Vec<X, V>;
+  using Raw = std::conditional_t<kBits, Bits<VecT>, VecT>;
+  Raw raw[E];
   float sum = 0.f;
 #pragma unroll
   for (int e = 0; e < E; ++e) {
     const int q = t + e * B;
     if (q < body) {
-      raw[e] = *reinterpret_cast<const Vec<X, V>*>(x + view.base + head + std::int64_t(q) * V);
+      raw[e] = *reinterpret_cast<const Raw*>(x + view.base + head + std::int64_t(q) * V);
       if constexpr (kEarly) early[e] = rows_of(q);
-      widen(raw[e], v[e]);
+      if constexpr (kBits) {
+        float f[V];
+        widen(from_bits(raw[e]), f);
 #pragma unroll
-      for (int i = 0; i < V; ++i) sum += v[e][i];
+        for (int i = 0; i < V; ++i) sum += f[i];
+      } else {
+        widen(raw[e], v[e]);
+#pragma unroll
+        for (int i = 0; i < V; ++i) sum += v[e][i];
+      }
     }
   }
   // the head and the tail, an element a thread: element `rel` of the group
@@ -215,8 +247,10 @@ __device__ __forceinline__ void fwd_onchip_span(const Params& p, const GroupView
 #pragma unroll
   for (int e = 0; e < E; ++e) {
     if (t + e * B < body) {
+      with_held<kBits>(raw, v, e, [&](const float(&f)[V]) {
 #pragma unroll
-      for (int i = 0; i < V; ++i) sq += (v[e][i] - mean) * (v[e][i] - mean);
+        for (int i = 0; i < V; ++i) sq += (f[i] - mean) * (f[i] - mean);
+      });
     }
   }
   float rstd;
@@ -230,13 +264,15 @@ __device__ __forceinline__ void fwd_onchip_span(const Params& p, const GroupView
       Rows rw;
       if constexpr (kEarly) rw = early[e];
       else rw = rows_of(q);
-      float out[V];
+      with_held<kBits>(raw, v, e, [&](const float(&f)[V]) {
+        float out[V];
 #pragma unroll
-      for (int i = 0; i < V; ++i) {
-        const float g = i < rw.cut ? rw.g0 : rw.g1, b = i < rw.cut ? rw.b0 : rw.b1;
-        out[i] = activate<Traits::kActivation>((v[e][i] - mean) * (g * rstd) + b, p.swish_beta);
-      }
-      store_vec<V>(y + view.base + head + std::int64_t(q) * V, out);
+        for (int i = 0; i < V; ++i) {
+          const float g = i < rw.cut ? rw.g0 : rw.g1, b = i < rw.cut ? rw.b0 : rw.b1;
+          out[i] = activate<Traits::kActivation>((f[i] - mean) * (g * rstd) + b, p.swish_beta);
+        }
+        store_vec<V>(y + view.base + head + std::int64_t(q) * V, out);
+      });
     }
   }
   if (t < edges) {
@@ -340,17 +376,7 @@ __device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView
       }
     }
   }
-  // `use` of slot e's values: held, or widened again from its bits (opaque: not the first
-  // widening's, which the compiler would otherwise keep)
-  auto with_values = [&](int e, auto&& use) {
-    if constexpr (kBits) {
-      float f[V];
-      widen(opaque(from_bits<VecT>(raw[e])), f);
-      use(f);
-    } else {
-      use(v[e]);
-    }
-  };
+  auto with_values = [&](int e, auto&& use) { with_held<kBits>(raw, v, e, use); };
   if constexpr (kBits) phases.lap_after(0, raw);
   else phases.lap_after(0, v);
   float gamma[V], beta[V];
@@ -493,11 +519,14 @@ __device__ __forceinline__ void fwd_onchip_columns(const Params& p, std::int64_t
 // With kParts (fwd_onchip_parts_kernel), the workgroup is part `part` of a thread-block cluster
 // that holds the group: its vectors part * part_rows on, up to part_rows of them (q below counts
 // from the part's first), with statistics of its own that the parts exchange (exchange_parts).
-template <typename Traits, bool kParts = false>
+//
+// With kBits (kOnchipHeldBits), x is held as loaded and widened at each use.
+template <typename Traits, bool kParts = false, bool kBits = false>
 __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, std::int64_t group, int part = 0) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
   static_assert(!kUneven<Traits>, "consecutive groups of C/G channels: the onchip family runs even groups only");
   using X = typename Traits::XType;
+  static_assert(!kBits || sizeof(X) == 2, "x held as loaded: 16-bit x");
   using G = typename Traits::GammaType;
   constexpr bool kLate = B <= 512;  // below
   const auto read = [](const auto& field) {
@@ -547,7 +576,7 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, std::int64_t
   };
   // Only the values stay in registers; channels are recomputed for the store (a multiply-high
   // each), which keeps the 1024-thread configurations within 64 registers.
-  float v[E][V];
+  float v[kBits ? 1 : E][V];
   // With a few vectors a thread, each vector's gamma and beta (its one channel) loaded beside
   // x, so that their latency is not on the chain after the two reductions (bench/NOTES.md,
   // "Small forwards against torch.compile's kernels"). Two registers a vector: up to four (the
@@ -558,9 +587,13 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, std::int64_t
   Bits<VecT> raw[E];  // as loaded, in 32-bit words
   float sum = 0.f;
   const auto widen_and_add = [&](int e, bool mine) {
-    widen(from_bits<VecT>(raw[e]), v[e]);
+    float f[V];
+    widen(from_bits<VecT>(raw[e]), f);
 #pragma unroll
-    for (int i = 0; i < V; ++i) sum += mine ? v[e][i] : 0.f;
+    for (int i = 0; i < V; ++i) {
+      sum += mine ? f[i] : 0.f;
+      if constexpr (!kBits) v[e][i] = f[i];
+    }
   };
   [[maybe_unused]] GroupAffine late_affine{};
   [[maybe_unused]] Tail late_tail{};
@@ -602,8 +635,10 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, std::int64_t
 #pragma unroll
   for (int e = 0; e < E; ++e) {
     if (threadIdx.x + e * B < vectors) {
+      with_held<kBits>(raw, v, e, [&](const float(&f)[V]) {
 #pragma unroll
-      for (int i = 0; i < V; ++i) sq += (v[e][i] - mean) * (v[e][i] - mean);
+        for (int i = 0; i < V; ++i) sq += (f[i] - mean) * (f[i] - mean);
+      });
     }
   }
   const Tail t = kLate ? late_tail : tail();
@@ -613,8 +648,10 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, std::int64_t
   const bool writer = threadIdx.x == 0 && part == 0;
   save_stats(t.mean, t.rstd, group, mean, rstd, writer);
   const auto store = [&](int e, const Affine<Traits>& a) {
-    store_normalized<Traits>(t.y, t.swish_beta, v[e], std::int64_t(threadIdx.x + e * B) * V, mean, a.gamma * rstd,
-                             a.beta);
+    with_held<kBits>(raw, v, e, [&](const float(&f)[V]) {
+      store_normalized<Traits>(t.y, t.swish_beta, f, std::int64_t(threadIdx.x + e * B) * V, mean, a.gamma * rstd,
+                               a.beta);
+    });
   };
   if constexpr (kEarlyAffine) {
 #pragma unroll
@@ -663,10 +700,10 @@ __global__ void __launch_bounds__(Traits::kBlockSize) fwd_onchip_parts_kernel(co
   const int part = int(cluster_rank());
   if constexpr (kPeeled || Traits::kLayout == Layout::channels_last) {
     const GroupView<Traits> view(p, group, group_sample_by_multiply(p, group));
-    if constexpr (kPeeled) fwd_onchip_span<Traits, true>(p, view, group, part);
+    if constexpr (kPeeled) fwd_onchip_span<Traits, true, kBits>(p, view, group, part);
     else fwd_onchip_rows<Traits, true, kBits>(p, view, group, part);
   } else {
-    fwd_onchip_aligned<Traits, true>(p, group, part);
+    fwd_onchip_aligned<Traits, true, kBits>(p, group, part);
   }
   // no workgroup leaves while its pushes to peers may be in flight (as the resident forward)
   cluster_barrier_relaxed();
@@ -1370,14 +1407,14 @@ struct FamilyLauncher<Family::onchip> {
     // the taken kernel's: the most at once makes the fewest rounds of any count of groups
     int at_once() const { return (always && bits > 0) || bits > plain ? bits : plain; }
   };
-  template <typename Traits>
+  template <typename Traits, bool kPeeled = false>
   static HeldParts held_parts(int parts) {
     HeldParts h;
-    h.plain = active_clusters(&fwd_onchip_parts_kernel<Traits>, Traits::kBlockSize, 0, parts);
+    h.plain = active_clusters(&fwd_onchip_parts_kernel<Traits, kPeeled>, Traits::kBlockSize, 0, parts);
     if constexpr (kOnchipRowsBits<Traits>) {
       const RowsBitsMode mode = onchip_rows_bits_mode();
       if (mode != RowsBitsMode::never)
-        h.bits = active_clusters(&fwd_onchip_parts_kernel<Traits, false, true>, Traits::kBlockSize, 0, parts);
+        h.bits = active_clusters(&fwd_onchip_parts_kernel<Traits, kPeeled, true>, Traits::kBlockSize, 0, parts);
       h.always = mode == RowsBitsMode::always;
     }
     return h;
@@ -1390,8 +1427,7 @@ struct FamilyLauncher<Family::onchip> {
   static int clusters_at_once(int parts, PartsKernel kind) {
     (void)kind;
     if constexpr (Traits::kOp == Op::fwd && kOnchipSpans<Traits>)
-      if (kind == PartsKernel::peeled)
-        return active_clusters(&fwd_onchip_parts_kernel<Traits, true>, Traits::kBlockSize, 0, parts);
+      if (kind == PartsKernel::peeled) return held_parts<Traits, true>(parts).at_once();
     if constexpr (Traits::kOp == Op::fwd && Traits::kLayout == Layout::channels_last && Traits::kVectorSize > 1)
       if (kind == PartsKernel::columns)
         return active_clusters(&fwd_onchip_columns_parts_kernel<Traits>, Traits::kBlockSize, 0, parts);
@@ -1426,15 +1462,19 @@ struct FamilyLauncher<Family::onchip> {
     }
     if constexpr (kForward) {
       if (p.slices > 1) {  // the runtime asks for parts only where the device has clusters
-        // the plain kernel, but channels-first spans peeled (kOnchipSpans) and channels-last
-        // rows held as loaded where they make fewer rounds (kOnchipRowsBits): never both
-        static_assert(!(kOnchipSpans<Traits> && kOnchipRowsBits<Traits>));
-        void (*kernel)(Params) = &fwd_onchip_parts_kernel<Traits>;
+        // the plain kernel or, channels-first, the one of spans peeled (kOnchipSpans); either
+        // with x held as loaded where that makes fewer rounds (kOnchipRowsBits)
+        const auto pick = [&](auto peeled) -> void (*)(Params) {
+          constexpr bool kPeeled = decltype(peeled)::value;
+          if constexpr (kOnchipRowsBits<Traits>)
+            if (held_parts<Traits, kPeeled>(int(p.slices)).take_bits(p.num_groups))
+              return &fwd_onchip_parts_kernel<Traits, kPeeled, true>;
+          return &fwd_onchip_parts_kernel<Traits, kPeeled>;
+        };
+        void (*kernel)(Params) = nullptr;
         if constexpr (kOnchipSpans<Traits>)
-          if (p.span) kernel = &fwd_onchip_parts_kernel<Traits, true>;
-        if constexpr (kOnchipRowsBits<Traits>)
-          if (held_parts<Traits>(int(p.slices)).take_bits(p.num_groups))
-            kernel = &fwd_onchip_parts_kernel<Traits, false, true>;
+          if (p.span) kernel = pick(std::true_type{});
+        if (!kernel) kernel = pick(std::false_type{});
         hipError_t e = hipErrorInvalidValue;
         launch_clusters(kernel, p, Traits::kBlockSize, 0, int(p.slices), p.num_groups, stream, &e, false);
         return e;
