@@ -101,7 +101,8 @@ TEST(Heuristics, ChannelsFirstForwardIsResidentOrSplitBelow96KbACuThenStream) {
   // rows for split), ResNet 56x56 N=32 (51 MB) and 512 groups of 4M elements: stream
   // (heuristics.cpp, kStreamCfFwdBytesPerCu). Where the device has clusters, the groups of up to
   // 64K elements are the onchip family's, in parts, and SD 64x64 C=640's too where a cluster
-  // holds 16 (parts of 8K elements, kOnchipCfFwdLargeGroupPartElements).
+  // holds 16 (parts of 8K elements, kOnchipCfFwdLargeGroupPartElements), and det 25x42 C=2048's
+  // and ResNet 56x56 N=32's in parts of 16K (kOnchipCfFwdHeldPartElements).
   struct Case {
     Shape s;
     Family want;
@@ -110,7 +111,8 @@ TEST(Heuristics, ChannelsFirstForwardIsResidentOrSplitBelow96KbACuThenStream) {
   const Family parts_or_split = clusters() ? Family::onchip : Family::split;
   for (const Case& c : {Case{Shape{2, 320, {64, 64}, 32}, parts_or}, Case{Shape{2, 1920, {32, 32}, 32}, parts_or_split},
                         Case{Shape{1, 512, {64, 64}, 32}, parts_or_split}, Case{Shape{2, 640, {64, 64}, 32}, wide_clusters() ? Family::onchip : Family::split},
-                        Case{Shape{2, 2048, {25, 42}, 32}, Family::stream}, Case{Shape{32, 256, {56, 56}, 32}, Family::stream},
+                        Case{Shape{2, 2048, {25, 42}, 32}, clusters() ? Family::onchip : Family::stream},
+                        Case{Shape{32, 256, {56, 56}, 32}, clusters() ? Family::onchip : Family::stream},
                         Case{Shape{16, 1024, {1024, 128}, 32}, Family::stream}}) {
     if (!reaches(c.want, c.s, Layout::channels_first)) continue;  // a smaller preset
     const Instance* inst = choose(c.s, Layout::channels_first);
@@ -703,8 +705,8 @@ TEST(Heuristics, ChannelsFirstGroupsOf8KTo64KTakeAClusterAGroup) {
   // slots are fuller); layer_norm_32x64 (2 KB a compute unit) 256 x 8 x 2 in 16, else 256 x 8 x
   // 4 in 8; sd15_64x640 and sdxl_32x2560 (81920 elements, 78 KB a compute unit) 256 x 8 x 4 in
   // 10 where clusters hold 16 (parts of 8K, kOnchipCfFwdLargeGroupPartElements), else split
-  // (their parts of 16K lost there), and not det_25x42x2048 (65 KB, 67200 elements, rows that
-  // peel), which streams
+  // (their parts of 16K lost there); det_25x42x2048 (65 KB, 67200 elements, rows that peel)
+  // 256 x 8 x 8 in 5 (parts of 16K, kOnchipCfFwdHeldPartElements, their vectors held as loaded)
   if (!clusters()) GTEST_SKIP() << "the device has no thread-block clusters (or HIPGN_CLUSTERS=0)";
   if (!built(Family::onchip)) GTEST_SKIP() << "no fp16 channels-first onchip forward in this build";
   const Layout cf = Layout::channels_first;
@@ -725,7 +727,7 @@ TEST(Heuristics, ChannelsFirstGroupsOf8KTo64KTakeAClusterAGroup) {
     else
       EXPECT_NE(choose(s, cf)->spec().family, Family::onchip);
   }
-  EXPECT_NE(choose({2, 2048, {25, 42}, 32}, cf)->spec().family, Family::onchip);
+  expect_parts(Shape{2, 2048, {25, 42}, 32}, cf, "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e8", 5);
 }
 
 TEST(Heuristics, RowsFirstTimedOnTheH200TakeTheirFastestFamily) {

@@ -78,6 +78,13 @@ constexpr std::int64_t kSplitCfFwdGroupElements = 61440;
 // ... where from kStreamCfFwdBytesPerCu the onchip forward takes them first in parts of at most
 // this many elements a workgroup (below).
 constexpr std::int64_t kOnchipCfFwdLargeGroupPartElements = 8192;
+// The channels-first onchip forward in parts of this many elements, held as loaded where that
+// runs more of their clusters at once (256 x 8 x 8: families/onchip.hpp, kOnchipRowsBits): few
+// large groups of peeled runs, and groups of up to two such parts, from kStreamCfFwdBytesPerCu
+// (below).
+constexpr std::int64_t kOnchipCfFwdHeldPartElements = 16384;
+// ... the latter up to this many bytes of x a compute unit: just past the one row measured.
+constexpr double kOnchipCfFwdTwoPartsBytesPerCu = 384 << 10;
 // The split forward's slices below this many elements go first below kTinyBytesPerCu of x a
 // compute unit, last from it (better()).
 constexpr std::int64_t kSplitFwdSmallSliceElements = 4096;
@@ -350,6 +357,23 @@ RuleTables sm_90() {
           .group_runs(16)
           .chunks_of_at_most(kOnchipCfFwdLargeGroupPartElements)
           .only({DataType::f16, DataType::bf16}),
+      // ... and those whose runs peel (a spatial size the vector does not divide), up to a
+      // portable cluster's 8 parts: in parts of 16K elements, 256 x 8 x 8, whose vectors held as
+      // loaded (kOnchipRowsBits) run a launch's clusters in one round where the plain kernel's
+      // took two. H200, fp16 / bf16 SiLU, L2-cold, bench.py --best, 2026-12-02, forty-third
+      // session (bench/NOTES.md, "The channels-first onchip forward's parts held as loaded"):
+      // det_25x42x2048 (64 groups of 67200, 65 KB) in 5 parts 12.62 / 12.62 us against stream
+      // 14.85 / 14.99 and 256 x 8 x 4 in 9 15.64 / 15.64 (with the peers: 12.88 / 12.59 against
+      // the kept 15.09 / 14.96). Not 10 parts (odd_127x127_c320, 32 groups of 161290, 76 KB:
+      // 16.06 / 15.96 against stream 16.23 / 16.29, and 16.10 / 17.09 against 16.05 / 16.21 with
+      // the peers), nor past 120 KB (odd_1d_8191_c256, 124 KB: 20.80 / 20.72 against 20.35 /
+      // 20.41; there 512 x 8 x 8 in 2 parts 18.53 / 18.48, unruled).
+      Rule{Family::onchip, 1.0, kSplitCfFwdGroupElements, "channels-first, few large 16-bit groups of peeled runs, 60-120 KB a compute unit: a thread-block cluster a group, in up to 8 parts of 16K elements",
+           kClusterPortable * kOnchipCfFwdHeldPartElements, Rule::kChannelsFirst}
+          .bytes_per_cu(kStreamCfFwdBytesPerCu, kOnchipCfFwdLargeGroupsBytesPerCu)
+          .vector_bytes(16)
+          .chunks_of(kOnchipCfFwdHeldPartElements)
+          .only({DataType::f16, DataType::bf16}),
       // Channels-first, few groups of 60K elements or more from 8 KB to 96 KB of x a compute
       // unit (1 to 12.7 MB on 132; from 60 KB those the rule above leaves), 16-byte vectors: the
       // split family's two launches, the second reading x from L2 (since its batches load at
@@ -378,6 +402,20 @@ RuleTables sm_90() {
       // 48.3 against 63.3, vae_512x256 150.9 against 192.2, r50_56x256_n32 59.6 against 60.4),
       // and loses below (sd15_32x1920, 7.9 MB: 18.0 against 16.5; r50_7x2048_n32 21.0 against
       // 16.3; sd15_64x320 15.8 against 14.0).
+      // ... but groups of 16-byte runs that two parts of 16K elements hold (256 x 8 x 8, its
+      // vectors held as loaded where that runs more clusters at once), up to 384 KB: x read once.
+      // H200, fp16 / bf16 SiLU, L2-cold, bench.py --best, 2026-12-02, forty-third session
+      // (bench/NOTES.md, "The channels-first onchip forward's parts held as loaded"):
+      // r50_56x256_n32 (1024 groups of 25088, 49 MB, 380 KB) 41.41 / 42.18 us against stream
+      // 512 x 8 x 1's 44.91 / 45.49 and 256 x 8 x 4 in 4 parts 44.11 / 43.68 (with the peers:
+      // 41.34 / 44.08 against the kept 47.07 / 46.62); the suite's one such row.
+      Rule{Family::onchip, kAny, kOnchipCfFwdHeldPartElements + 1, "channels-first, 16-bit groups of two 16K-element parts, 60-384 KB a compute unit: a thread-block cluster a group",
+           2 * kOnchipCfFwdHeldPartElements, Rule::kChannelsFirst}
+          .bytes_per_cu(kStreamCfFwdBytesPerCu, kOnchipCfFwdTwoPartsBytesPerCu)
+          .vector_bytes(16)
+          .group_runs(16)
+          .chunks_of(kOnchipCfFwdHeldPartElements)
+          .only({DataType::f16, DataType::bf16}),
       Rule{Family::stream, kAny, 0, "channels-first from 60 KB a compute unit: x read once into shared memory and L2",
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsFirst}
           .bytes_per_cu(kStreamCfFwdBytesPerCu, kAny),
@@ -1035,7 +1073,7 @@ const Instance* rule_choice(const Registry& reg, const DeviceInfo& dev, const Pr
     const Instance* best = nullptr;
     for (const Instance* inst : bucket) {
       if (inst->spec().family != rule.family || inst->spec().chunk_elements() > rule.max_chunk_elements ||
-          !inst->supports(p, tensors, nullptr, cus))
+          inst->spec().chunk_elements() < rule.min_chunk_elements || !inst->supports(p, tensors, nullptr, cus))
         continue;
       if (!best || better(*inst, *best, p, dev))
         best = inst;

@@ -76,6 +76,7 @@ struct Rule {
   int x_dtypes = kAnyDtype;           // and x's type is one of these (bits of DataType)
   // and of the family's instances those holding at most this many elements a workgroup (a chunk)
   std::int64_t max_chunk_elements = std::numeric_limits<std::int64_t>::max();
+  std::int64_t min_chunk_elements = 0;  // and at least this many
   static constexpr int kAnyLayout = 3, kChannelsFirst = 1, kChannelsLast = 2;
   static constexpr int kAnyDtype = ~0;
 
@@ -92,6 +93,11 @@ struct Rule {
   Rule chunks_of_at_most(std::int64_t elements) const {
     Rule r = *this;
     r.max_chunk_elements = elements;
+    return r;
+  }
+  Rule chunks_of(std::int64_t elements) const {
+    Rule r = chunks_of_at_most(elements);
+    r.min_chunk_elements = elements;
     return r;
   }
   Rule group_runs(int bytes) const {
