@@ -177,7 +177,7 @@ __device__ __forceinline__ void with_held(const Raw (&raw)[E], const Held& v, in
 // below counts from the part's first), the first part the head and the tail too, with statistics
 // of its own that the parts exchange (exchange_parts).
 //
-// With kBits (kOnchipHeldBits), the body vectors are held as loaded and widened at each use.
+// With kBits (kOnchipRowsBits), the body vectors are held as loaded and widened at each use.
 template <typename Traits, bool kParts = false, bool kBits = false>
 __device__ __forceinline__ void fwd_onchip_span(const Params& p, const GroupView<Traits>& view, std::int64_t group,
                                                 int part = 0) {
@@ -212,7 +212,8 @@ __device__ __forceinline__ void fwd_onchip_span(const Params& p, const GroupView
   // 256 x 8 x 8); in the guard they are predicated, several in flight. bf16's 256 x 8 x 8 and
   // 512 x 8 x 8 ran 0.89-0.90 of the time so, level with fp16 (bench/NOTES.md, "The onchip
   // forward's bf16 loads, again").
-  // (as Vecs without kBits: as Bits, 8 of the plain span kernels' SASS changed, unmeasured)
+  // (Vecs without kBits, as before: held as Bits, and widened through one branch with the
+  // held-as-loaded kernel's, the plain span kernels' SASS changed, unmeasured)
   using VecT = Vec<X, V>;
   using Raw = std::conditional_t<kBits, Bits<VecT>, VecT>;
   Raw raw[E];
@@ -520,7 +521,7 @@ __device__ __forceinline__ void fwd_onchip_columns(const Params& p, std::int64_t
 // that holds the group: its vectors part * part_rows on, up to part_rows of them (q below counts
 // from the part's first), with statistics of its own that the parts exchange (exchange_parts).
 //
-// With kBits (kOnchipHeldBits), x is held as loaded and widened at each use.
+// With kBits (kOnchipRowsBits), x is held as loaded and widened at each use.
 template <typename Traits, bool kParts = false, bool kBits = false>
 __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, std::int64_t group, int part = 0) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
