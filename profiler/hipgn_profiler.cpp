@@ -166,9 +166,12 @@ int main(int argc, char** argv) {
     for (const Instance* inst : candidates) {
       const Instance::OnchipParts q = inst->onchip_parts(p);
       const std::int64_t rounds = inst->onchip_rounds(p, q);
-      const std::string parts = q.parts > 1 ? "  in " + std::to_string(q.parts) + " parts" +
-                                                  (rounds > 0 ? ", " + std::to_string(rounds) + " round(s) of clusters" : "")
-                                            : "";
+      const std::string parts =
+          q.parts > 1 ? "  in " + std::to_string(q.parts) + " parts" +
+                            (rounds > 0 ? ", " + std::to_string(rounds) + " round(s) of clusters (" +
+                                              std::to_string(inst->onchip_at_once(p, q)) + " at once)"
+                                        : "")
+                      : "";
       std::printf("  %s%s%s\n", inst->name().c_str(), parts.c_str(), inst == chosen ? "  <- heuristic" : "");
     }
     if (!o.csv.empty()) std::printf("csv:       %s not written: nothing was timed\n", o.csv.c_str());

@@ -250,13 +250,17 @@ std::string Instance::parts_refused(const Problem& p) const {
   return " in each of a cluster's " + std::to_string(onchip_parts_most(backward)) + " parts";
 }
 
+int Instance::onchip_at_once(const Problem& p, const OnchipParts& parts) const {
+  return parts.parts < 2 || !clusters_ ? 0 : clusters_at_once(p, parts.parts);
+}
+
+std::int64_t Instance::onchip_clusters(const Problem& p) const {
+  return columns(p) ? onchip_cl_workgroups(p.num_groups(), p.channels_per_group(), spec_.vector) : p.num_groups();
+}
+
 std::int64_t Instance::onchip_rounds(const Problem& p, const OnchipParts& parts) const {
-  if (parts.parts < 2 || !clusters_) return 0;
-  const int at_once = clusters_at_once(p, parts.parts);
-  // a cluster a group, or a column of groups
-  const std::int64_t units = columns(p) ? onchip_cl_workgroups(p.num_groups(), p.channels_per_group(), spec_.vector)
-                                        : p.num_groups();
-  return at_once > 0 ? ceil_div(units, at_once) : 0;
+  const int at_once = onchip_at_once(p, parts);
+  return at_once > 0 ? ceil_div(onchip_clusters(p), at_once) : 0;
 }
 
 int Instance::slices(const Problem& p) const {

@@ -154,6 +154,12 @@ class Instance {
   // instance's kernel it holds at once (its occupancy query, ClustersFn); 0 where the group is
   // not in parts or no device answers.
   std::int64_t onchip_rounds(const Problem&, const OnchipParts& parts) const;
+  // The clusters of `parts` the device runs at once, which onchip_rounds divides by; 0 where
+  // the group is not in parts or no device answers.
+  int onchip_at_once(const Problem&, const OnchipParts& parts) const;
+  // The clusters a launch in parts runs, which onchip_rounds divides: a cluster a group, or a
+  // column of groups.
+  std::int64_t onchip_clusters(const Problem&) const;
   // Whether this instance takes the problem by columns: a family that has them
   // (FamilyDescriptor::columns_channels_last), channels-last groups narrower than its vector
   // (params.hpp: onchip_cl_columns). Support, parts, launch and the heuristics ask it here.
