@@ -1400,10 +1400,19 @@ struct FamilyLauncher<Family::onchip> {
   struct HeldParts {
     int plain = 0, bits = 0;
     bool always = false;  // HIPGN_ONCHIP_ROWS_BITS=always
-    // the rows held as loaded for `groups` groups: always, or where they make fewer rounds
+    // the rows held as loaded for `groups` groups: always, or where the plain kernel's
+    // clusters would not all run at once and these run more of them at once, though both make
+    // as many rounds (a second round of fewer clusters ends sooner); not where the plain
+    // kernel's run in one round (channels-last, held as loaded ran slower at one round). H200,
+    // SiLU, L2-cold, bench.py --best against HIPGN_ONCHIP_ROWS_BITS=0 (bench/NOTES.md, "Two
+    // rounds, fewer in the second"): sd15_32x1920 (64 groups) channels-first 256 x 8 x 4 in 8
+    // parts, fp16's plain kernel 45 clusters at once, held 62, 11.11 -> 10.07 us; channels-last
+    // sdxl_32x2560 256 x 8 x 8 in 6 (39 -> 62) 15.61 -> 14.76, 256 x 4 x 8 0.93-0.97 on three
+    // shapes; but channels-last 256 x 8 x 4 slower, odd_1d_8191_c256 27.91 -> 30.30 and
+    // det_25x42x2048 12.62 -> 13.38 (neither row's dispatched instance). The heuristics count
+    // the rounds of the kernel taken so (at_once, below).
     bool take_bits(std::int64_t groups) const {
-      const auto rounds = [groups](int n) { return (groups + n - 1) / n; };
-      return bits > 0 && (always || plain == 0 || rounds(bits) < rounds(plain));
+      return bits > 0 && (always || plain == 0 || (bits > plain && groups > plain));
     }
     // the taken kernel's: the most at once makes the fewest rounds of any count of groups
     int at_once() const { return (always && bits > 0) || bits > plain ? bits : plain; }
