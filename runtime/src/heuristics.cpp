@@ -66,10 +66,14 @@ constexpr std::int64_t kOnchipCfFwdPartsMaxElements = std::int64_t(1) << 18;
 // The channels-first onchip forward's parts nearest this many bytes of x first (better()):
 // 4096 16-bit elements, 2048 fp32 ones.
 constexpr std::int64_t kOnchipCfFwdPartBytes = 8192;
-// The channels-last onchip forward's parts past a portable cluster only where a portable
-// cluster a group would fill at most this share of the compute units (better()): 16 groups on
-// 132 won, 32 lost (between, unmeasured).
-constexpr double kOnchipClFwdWidePartsBelowCuShare = 1.0;
+// The onchip forward's 16-bit parts past a portable cluster only where a portable cluster a
+// group would fill at most this share of the compute units (better()): channels-last 16 groups
+// on 132 won, 32 lost (between, unmeasured); channels-first 2 won, 32 and 64 lost or tied.
+constexpr double kOnchipFwdWidePartsBelowCuShare = 1.0;
+// The rounds of clusters better() counts leave out a last round of at most this share of the
+// clusters the device runs at once: 2 of 62 (3%) cost little, 6 of 58 (10%) a fifth of the time
+// (better()).
+constexpr double kOnchipLastRoundUncountedShare = 1.0 / 16;
 // The channels-last onchip backward's 4-byte vectors before 16-byte ones from groups of this
 // many elements (better()).
 constexpr std::int64_t kOnchipClBwdFourByteFromElements = 8192;
@@ -704,6 +708,23 @@ bool better_resident(const Instance& a, const Instance& b, const Problem& p, con
   return x.block < y.block;
 }
 
+// The rounds of clusters in which the device runs a launch in parts (Instance::onchip_rounds; 0
+// where it does not answer) as better() counts them: a last round of at most
+// kOnchipLastRoundUncountedShare of the clusters at once not counted, since such a round's few
+// clusters start as the first round's end and take little of its time. H200, bf16 / fp16 SiLU,
+// channels-first, L2-cold, bench.py --best, the occupancy query's answers beside them
+// (bench/parts_rounds.py; bench/NOTES.md, "Two rounds, fewer in the second"): sd15_32x1920 (64
+// groups) 256 x 8 x 4 in 8 parts, 62 clusters at once (the second round 2), 9.88 / 10.07 us
+// against 256 x 8 x 8 in 4 (92 at once, one round) 11.96 / 11.66 and 512 x 8 x 8 in 2 (66, one)
+// 11.05 / 10.73; but sd15_32x1280 (64 groups) 256 x 8 x 2 in 10 parts, fp16's 58 at once (the
+// second round 6) 9.42 against bf16's 65 (one round) 7.77.
+std::int64_t counted_rounds(const Instance& inst, const Problem& p, const Instance::OnchipParts& q) {
+  const std::int64_t rounds = inst.onchip_rounds(p, q);
+  if (rounds < 2) return rounds;
+  const std::int64_t at_once = inst.onchip_at_once(p, q), last = inst.onchip_clusters(p) - (rounds - 1) * at_once;
+  return double(last) <= kOnchipLastRoundUncountedShare * double(at_once) ? rounds - 1 : rounds;
+}
+
 // Within a rule's family, is a better than b for this problem? 16-byte accesses move the most
 // bytes per instruction: the widest vector that fits wins; then the family's chunk order
 // (codegen/families.py): onchip the tightest fit, the fewest idle threads; split the smallest
@@ -720,10 +741,15 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
   const bool ca = a.columns(p), cb = b.columns(p);
   const Instance::OnchipParts pa = in_parts || ca ? a.onchip_parts(p) : Instance::OnchipParts{},
                               pb = in_parts || cb ? b.onchip_parts(p) : Instance::OnchipParts{};
-  // and how many rounds of their clusters the device runs (Instance::onchip_rounds; 0 where it
-  // does not answer), for the two tie-breaks that ask it
-  const std::int64_t ra = in_parts ? a.onchip_rounds(p, pa) : 0, rb = in_parts ? b.onchip_rounds(p, pb) : 0;
+  // and how many rounds of their clusters the device runs (counted_rounds; 0 where it does not
+  // answer), for the two tie-breaks that ask it
+  const std::int64_t ra = in_parts ? counted_rounds(a, p, pa) : 0, rb = in_parts ? counted_rounds(b, p, pb) : 0;
   const bool fewer_rounds_decide = ra > 0 && rb > 0 && ra != rb;
+  // parts past a portable cluster's 8, first (the two layouts' 16-bit forwards, below) only
+  // where clusters of 8 a group would fill at most kOnchipFwdWidePartsBelowCuShare of the
+  // compute units
+  const bool wide_a = pa.parts > kClusterPortable, wide_b = pb.parts > kClusterPortable;
+  const bool wide_first = double(p.num_groups()) * kClusterPortable <= kOnchipFwdWidePartsBelowCuShare * cus;
   if (describe(x.family).columns_channels_last && p.layout == Layout::channels_last) {
     // groups narrower than the vector take a workgroup a column of V channels
     // (fwd_onchip_columns, bwd_onchip_columns): the most workgroups before the widest vector,
@@ -844,9 +870,7 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
       // against 256 x 4 x 8 in 8 8.32; g16_32x640 the exception, 6.55 against 7.02), nor 64
       // (sd15_32x1280 10.64 against 512 x 4 x 8 in 3 9.45). H200, fp16 SiLU, L2-cold, bench.py
       // --best, the two sides in one session (bench/NOTES.md, "Sixteen parts").
-      const bool wide_a = pa.parts > kClusterPortable, wide_b = pb.parts > kClusterPortable;
-      if (sixteen_bit && wide_a != wide_b)
-        return wide_a == (double(p.num_groups()) * kClusterPortable <= kOnchipClFwdWidePartsBelowCuShare * cus);
+      if (sixteen_bit && wide_a != wide_b) return wide_a == wide_first;
       const auto few = [](const InstanceSpec& s) {
         return s.per_thread * s.vector <= kOnchipClFwdPartValues && s.block <= kOnchipClFwdPartThreads;
       };
@@ -929,6 +953,16 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
       // 2026-11-29, fourteenth session; 5.03 against 6.18 before the four-slot instances loaded x
       // at once); where rounds of clusters differ they decide first (sd15_64x320, r50_56x256_n32:
       // 256 x 4 x 8 in 5 and 4 parts).
+      // 16-bit: first, as channels-last (above), parts past a portable cluster's 8 only for
+      // groups so few that clusters of 8 would not fill the compute units once, since a
+      // cluster of up to 16 runs fewer at once where they do: sd15_64x320 and sd15_32x1280 (64
+      // groups of 40960) bf16 256 x 8 x 4 in 5 parts 7.45 / 7.49 us against 256 x 8 x 2 in 10
+      // 7.75 / 7.77 (one round each), g16_32x640 (32 groups) 5.92 / 6.03 against 6.04 / 6.14;
+      // vae_64x512 (32 groups) level, 256 x 8 x 4 in 8 7.14 / 7.19 against 256 x 8 x 2 in 16 7.12
+      // / 7.23; layer_norm_32x64 (2 groups) the other way, 256 x 8 x 2 in 16 3.88 / 3.90 against
+      // 256 x 8 x 4 in 8 4.25 / 4.33. H200, bf16 / fp16 SiLU, L2-cold, bench.py --best
+      // (bench/NOTES.md, "Two rounds, fewer in the second").
+      if (size_of(p.x_dtype) == 2 && wide_a != wide_b) return wide_a == wide_first;
       const auto off = [&](const Instance::OnchipParts& q) {
         return std::abs(std::log2(double(q.part_rows * unit * std::int64_t(size_of(p.x_dtype))) /
                                   double(kOnchipCfFwdPartBytes)));
