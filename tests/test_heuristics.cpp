@@ -102,7 +102,8 @@ TEST(Heuristics, ChannelsFirstForwardIsResidentOrSplitBelow96KbACuThenStream) {
   // (heuristics.cpp, kStreamCfFwdBytesPerCu). Where the device has clusters, the groups of up to
   // 64K elements are the onchip family's, in parts, and SD 64x64 C=640's too where a cluster
   // holds 16 (parts of 8K elements, kOnchipCfFwdLargeGroupPartElements), and det 25x42 C=2048's
-  // and ResNet 56x56 N=32's in parts of 16K (kOnchipCfFwdHeldPartElements).
+  // and ResNet 56x56 N=32's in parts of 16K (kOnchipCfFwdHeldPartElements), and odd 1-D 8191
+  // C=256's (16.8 MB, 124 KB, groups of 65528) in two of 32K (kOnchipCfFwdLargePartElements).
   struct Case {
     Shape s;
     Family want;
@@ -113,6 +114,7 @@ TEST(Heuristics, ChannelsFirstForwardIsResidentOrSplitBelow96KbACuThenStream) {
                         Case{Shape{1, 512, {64, 64}, 32}, parts_or_split}, Case{Shape{2, 640, {64, 64}, 32}, wide_clusters() ? Family::onchip : Family::split},
                         Case{Shape{2, 2048, {25, 42}, 32}, clusters() ? Family::onchip : Family::stream},
                         Case{Shape{32, 256, {56, 56}, 32}, clusters() ? Family::onchip : Family::stream},
+                        Case{Shape{4, 256, {8191}, 32}, clusters() ? Family::onchip : Family::stream},
                         Case{Shape{16, 1024, {1024, 128}, 32}, Family::stream}}) {
     if (!reaches(c.want, c.s, Layout::channels_first)) continue;  // a smaller preset
     const Instance* inst = choose(c.s, Layout::channels_first);
@@ -731,6 +733,9 @@ TEST(Heuristics, ChannelsFirstGroupsOf8KTo64KTakeAClusterAGroup) {
       EXPECT_NE(choose(s, cf)->spec().family, Family::onchip);
   }
   expect_parts(Shape{2, 2048, {25, 42}, 32}, cf, "gn_fwd_f16_f16_cf_swish_onchip_b256_v8_e8", 5);
+  // odd_1d_8191_c256 (124 KB a compute unit, 128 groups of 65528, rows that peel): 512 x 8 x 8
+  // in 2 parts (kOnchipCfFwdLargePartElements)
+  expect_parts(Shape{4, 256, {8191}, 32}, cf, "gn_fwd_f16_f16_cf_swish_onchip_b512_v8_e8", 2);
 }
 
 TEST(Heuristics, RowsFirstTimedOnTheH200TakeTheirFastestFamily) {

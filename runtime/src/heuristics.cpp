@@ -89,6 +89,12 @@ constexpr std::int64_t kOnchipCfFwdLargeGroupPartElements = 8192;
 constexpr std::int64_t kOnchipCfFwdHeldPartElements = 16384;
 // ... the latter up to this many bytes of x a compute unit: just past the one row measured.
 constexpr double kOnchipCfFwdTwoPartsBytesPerCu = 384 << 10;
+// The channels-first onchip forward of 16-bit groups in two parts of this many elements (512 x
+// 8 x 8), from kStreamCfFwdBytesPerCu up to kOnchipCfFwdTwoLargePartsBytesPerCu: two such parts'
+// 64 KB a workgroup, the two workgroups a compute unit its kernel runs at once, one round of
+// clusters (below).
+constexpr std::int64_t kOnchipCfFwdLargePartElements = 32768;
+constexpr double kOnchipCfFwdTwoLargePartsBytesPerCu = 128 << 10;
 // The split forward's slices below this many elements go first below kTinyBytesPerCu of x a
 // compute unit, last from it (better()).
 constexpr std::int64_t kSplitFwdSmallSliceElements = 4096;
@@ -419,6 +425,19 @@ RuleTables sm_90() {
           .vector_bytes(16)
           .group_runs(16)
           .chunks_of(kOnchipCfFwdHeldPartElements)
+          .only({DataType::f16, DataType::bf16}),
+      // ... and groups that two parts of 32K elements hold (512 x 8 x 8), up to 128 KB a compute
+      // unit, where the device runs every group's cluster at once: x read once. H200, fp16 / bf16
+      // SiLU, L2-cold, bench.py --best, 2026-12-02, forty-fourth session (bench/NOTES.md, "Two
+      // rounds, fewer in the second"): odd_1d_8191_c256 (128 groups of 65528, peeled, 16.8 MB,
+      // 124 KB; 132 clusters of 2 at once) 18.64 / 18.58 us against stream 512 x 8 x 2's 20.21 /
+      // 20.48 (the forty-third session 18.53 / 18.48 against 20.35 / 20.41); the suite's one such
+      // row.
+      Rule{Family::onchip, kAny, 2 * kOnchipCfFwdHeldPartElements + 1, "channels-first, 16-bit groups of two 32K-element parts, 60-128 KB a compute unit: a thread-block cluster a group",
+           2 * kOnchipCfFwdLargePartElements, Rule::kChannelsFirst}
+          .bytes_per_cu(kStreamCfFwdBytesPerCu, kOnchipCfFwdTwoLargePartsBytesPerCu)
+          .vector_bytes(16)
+          .chunks_of(kOnchipCfFwdLargePartElements)
           .only({DataType::f16, DataType::bf16}),
       Rule{Family::stream, kAny, 0, "channels-first from 60 KB a compute unit: x read once into shared memory and L2",
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsFirst}
