@@ -604,8 +604,9 @@ TEST(Heuristics, SmallChannelsLastTensorsOfLargeGroupsTakeAClusterAGroup) {
   // sdxl 32x32 C=2560 (78 KB, C/G = 80) 256 x 8 x 4 in 11 parts (H200: 16.3 us against split
   // 17.3-18.8), or where the device answers rounds (the H200: 62 clusters of 6 at once, the
   // second round's 2 uncounted, against 37 of 11) 256 x 8 x 8 in 6 (14.76 us against 15.21,
-  // bench/NOTES.md, "Two rounds, fewer in the second"); C/G of 8-byte vectors too, the 256-thread instance with its rows held as loaded
-  // first (sd15_64x640, 78 KB, C/G = 20: 256 x 4 x 8 in 11, 17.0 us against stream 18.8).
+  // bench/NOTES.md, "Two rounds, fewer in the second"); C/G of 8-byte vectors too, the
+  // 256-thread instance with its rows held as loaded first (sd15_64x640, 78 KB, C/G = 20: 256 x
+  // 4 x 8 in 11, 17.0 us against stream 18.8).
   if (!clusters()) GTEST_SKIP() << "the device has no thread-block clusters (or HIPGN_CLUSTERS=0)";
   const Layout cl = Layout::channels_last;
   expect_parts(Shape{2, 1920, {32, 32}, 32}, cl, "gn_fwd_f16_f16_cl_swish_onchip_b1024_v4_e8", 2);
@@ -613,7 +614,8 @@ TEST(Heuristics, SmallChannelsLastTensorsOfLargeGroupsTakeAClusterAGroup) {
   if (wide_clusters()) {  // (a portable cluster holds it in fewer parts of a larger instance, unmeasured)
     const char* e8 = "gn_fwd_f16_f16_cl_swish_onchip_b256_v8_e8";
     const bool rounds = answers_rounds(e8, {2, 2560, {32, 32}, 32}, cl);
-    expect_parts(Shape{2, 2560, {32, 32}, 32}, cl, rounds ? e8 : "gn_fwd_f16_f16_cl_swish_onchip_b256_v8_e4", rounds ? 6 : 11);
+    expect_parts(Shape{2, 2560, {32, 32}, 32}, cl, rounds ? e8 : "gn_fwd_f16_f16_cl_swish_onchip_b256_v8_e4",
+                 rounds ? 6 : 11);
     // 16 groups: parts past 8 where clusters of 8 would not fill the compute units once
     // (odd_97x89_c160_g8, 172660 elements a group: 512 x 4 x 8 in 11, not 1024 x 4 x 8 in 6)
     expect_parts(Shape{2, 160, {97, 89}, 8}, cl, "gn_fwd_f16_f16_cl_swish_onchip_b512_v4_e8", 11);
@@ -802,7 +804,8 @@ TEST(Heuristics, GroupsInPartsTakeTheFewestRoundsOfClustersTheDeviceRuns) {
                                  Activation::swish);
   if (!Registry::global().find(four) || !Registry::global().find(most)) GTEST_SKIP() << "a smaller preset";
   const Registry answered = family_registry(p, Family::onchip, h200_clusters<62>),
-                 fewer = family_registry(p, Family::onchip, h200_clusters<56>), silent = family_registry(p, Family::onchip);
+                 fewer = family_registry(p, Family::onchip, h200_clusters<56>),
+                 silent = family_registry(p, Family::onchip);
   const Instance* inst = heuristic_choice(answered, kH100, p);
   ASSERT_NE(inst, nullptr);
   EXPECT_EQ(inst->name(), most);
