@@ -43,13 +43,13 @@ if [ "${WAVES:-1}" = 1 ]; then
   [ $wrc -ne 0 ] && rc=1
 fi
 # the onchip forward's parts held as loaded (channels-last rows, channels-first vectors), which
-# the launcher takes by default only where they run a launch's clusters in fewer rounds (no
-# test's shape does): their tests again with that kernel wherever an instance has it
-if [ "${ROWS_BITS:-1}" = 1 ]; then
-  HIPGN_ONCHIP_ROWS_BITS=always $BUILD/tests/hipgn_tests --gtest_filter='*OnchipRowsBits*:*FwdInstance*_onchip_*' \
-    > "$OUT/rows_bits.log" 2>&1
+# the launcher takes by default only where they run more of a launch's clusters at once and the
+# plain kernel's would not all run at once (no test's shape is so large): their tests again with that kernel wherever an instance has it
+if [ "${HELD_BITS:-1}" = 1 ]; then
+  HIPGN_ONCHIP_HELD_BITS=always $BUILD/tests/hipgn_tests --gtest_filter='*OnchipHeldBits*:*FwdInstance*_onchip_*' \
+    > "$OUT/held_bits.log" 2>&1
   brc=$?
-  echo "onchip forward's rows held as loaded (HIPGN_ONCHIP_ROWS_BITS=always): rc=$brc, $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/rows_bits.log" | tr '\n' ' ')"
+  echo "onchip forward's parts held as loaded (HIPGN_ONCHIP_HELD_BITS=always): rc=$brc, $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/held_bits.log" | tr '\n' ' ')"
   [ $brc -ne 0 ] && rc=1
 fi
 # compute-sanitizer over the resident and stream families, forward (both layouts) and backward (persistent grids, cross-
@@ -63,7 +63,7 @@ fi
 # faults, where memcheck, racecheck and 60 plain repeats find them correct (bench/NOTES.md,
 # "Chunks of a sample").
 # SANITIZE_FILTER narrows the first run of each tool (its tests: default, the instances below);
-# the waves' and the rows held as loaded's runs go with WAVES and ROWS_BITS.
+# the waves' and the parts held as loaded's runs go with WAVES and HELD_BITS.
 if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer > /dev/null; then
   filter=${SANITIZE_FILTER:-'*FwdInstance*f16_f16_cf_swish_onchip_b256_v8_e2:*FwdInstance*f16_f16_cl_swish_onchip_b512_v2_e16:*FwdInstance*bf16_bf16_cl_swish_onchip_b256_v4_e8:*FwdInstance*f16_f16_cf_swish_resident_b256_v8_e4:*FwdInstance*f16_f16_cf_swish_stream_b512_v8_e1:*FwdInstance*bf16_f32_cf_none_stream_b256_v8_e1:*FwdInstance*f32_f32_cf_swish_stream_b512_v4_e2:*FwdInstance*f16_f16_cl_swish_stream_b512_v8_e1:*FwdInstance*bf16_f32_cl_none_stream_b256_v8_e1:*FwdInstance*f32_f32_cl_swish_stream_b512_v4_e2:*FwdInstance*f16_f16_cl_swish_resident_b512_v8_e8:*FwdInstance*f32_f32_cf_none_resident_b512_v4_e2:*FwdInstance*bf16_f32_cl_none_resident_b256_v8_e2:*FwdInstance*f16_f16_cf_swish_split_b256_v8_e4:*FwdInstance*bf16_bf16_cl_none_split_b256_v8_e4:*FwdInstance*f16_f16_cf_swish_looped_b256_v8_e4:*BwdInstance*bwd_f16_f16_cl_swish_resident_b512_v8_e4:*BwdInstance*dx_f32_f32_cl_swish_resident_b256_v4_e2:*BwdInstance*dgb_bf16_f32_cl_none_resident_b512_v8_e2:*BwdInstance*bwd_f16_f16_cl_swish_stream_b512_v8_e1:*BwdInstance*dx_f32_f32_cl_none_stream_b256_v4_e1:*BwdInstance*bwd_bf16_f32_cf_swish_onchip_b256_v8_e2:*BwdInstance*bwd_f16_f16_cf_swish_split_b256_v8_e4:*BwdInstance*bwd_bf16_f32_cl_swish_onchip_b512_v2_e32:*BwdInstance*dgb_f16_f16_cl_none_onchip_b512_v8_e4'}
   # sanitize NAME LABEL LIMIT FILTER [VAR=VALUE ...]: the tests FILTER picks under $tool with
@@ -84,9 +84,9 @@ if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer > /dev/null; then
     [ "${WAVES:-1}" = 1 ] &&
       sanitize waves_$tool ", waves" 300 '*StreamWaves*f16_f16_cf_swish_stream_b512_v8_e1' HIPGN_STREAM_WAVES=always
     # the onchip forward's parts held as loaded, three instances (channels-first: aligned and peeled)
-    [ "${ROWS_BITS:-1}" = 1 ] && sanitize rows_bits_$tool ", rows held as loaded" 200 \
-      '*OnchipRowsBits*f16_f16_cl_swish_onchip_b256_v8_e4:*OnchipRowsBits*bf16_bf16_cl_swish_onchip_b256_v4_e8:*OnchipRowsBits*f16_f16_cf_swish_onchip_b256_v8_e8' \
-      HIPGN_CLUSTERS=$cl HIPGN_ONCHIP_ROWS_BITS=always
+    [ "${HELD_BITS:-1}" = 1 ] && sanitize held_bits_$tool ", parts held as loaded" 200 \
+      '*OnchipHeldBits*f16_f16_cl_swish_onchip_b256_v8_e4:*OnchipHeldBits*bf16_bf16_cl_swish_onchip_b256_v4_e8:*OnchipHeldBits*f16_f16_cf_swish_onchip_b256_v8_e8' \
+      HIPGN_CLUSTERS=$cl HIPGN_ONCHIP_HELD_BITS=always
   done
 fi
 # the README's main job, timed for real: every instance verified (exit 0), the CSV written

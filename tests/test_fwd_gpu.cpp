@@ -112,22 +112,22 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(StreamWaves);  // a build without 
 INSTANTIATE_TEST_SUITE_P(All, StreamWaves, ::testing::ValuesIn(stream_cf_forwards()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
-// The onchip forward's parts with x held as loaded (families/onchip.hpp, kOnchipRowsBits: the
+// The onchip forward's parts with x held as loaded (families/onchip.hpp, kOnchipHeldBits: the
 // channels-last rows, the channels-first vectors, aligned or peeled), which the launcher takes by
-// default only where they run a launch's clusters in fewer rounds than the plain kernel: no shape
-// small enough for a test does. Two shapes whose groups go in two to five parts for every such
+// default only where the device would not run all of the plain kernel's clusters at once: no
+// shape small enough for a test is so large. Two shapes whose groups go in two to five parts for every such
 // instance (channels-first: 4160 an aligned channel row, 1517 a peeled one), against the
-// reference; with HIPGN_ONCHIP_ROWS_BITS=always (scripts/gpu_check.sh runs these tests so) in
+// reference; with HIPGN_ONCHIP_HELD_BITS=always (scripts/gpu_check.sh runs these tests so) in
 // that kernel.
-class OnchipRowsBits : public ::testing::TestWithParam<std::string> {};
+class OnchipHeldBits : public ::testing::TestWithParam<std::string> {};
 
-std::vector<std::string> onchip_rows_bits_forwards() {
+std::vector<std::string> onchip_held_bits_forwards() {
   return instance_names(false, [](const InstanceSpec& s) {
-    return s.family == Family::onchip && onchip_rows_bits(int(size_of(s.x_dtype)), s.vector, s.per_thread);
+    return s.family == Family::onchip && onchip_held_bits(int(size_of(s.x_dtype)), s.vector, s.per_thread);
   });
 }
 
-TEST_P(OnchipRowsBits, GroupsInPartsMatchReference) {
+TEST_P(OnchipHeldBits, GroupsInPartsMatchReference) {
   HIPGN_REQUIRE_GPU();
   const Instance* inst = Registry::global().find(GetParam());
   ASSERT_NE(inst, nullptr);
@@ -150,8 +150,8 @@ TEST_P(OnchipRowsBits, GroupsInPartsMatchReference) {
   EXPECT_GT(runs, 0) << inst->name() << " holds no group of these shapes in parts";
 }
 
-GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(OnchipRowsBits);  // a build without such instances
-INSTANTIATE_TEST_SUITE_P(All, OnchipRowsBits, ::testing::ValuesIn(onchip_rows_bits_forwards()),
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(OnchipHeldBits);  // a build without such instances
+INSTANTIATE_TEST_SUITE_P(All, OnchipHeldBits, ::testing::ValuesIn(onchip_held_bits_forwards()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // The dispatch API: the heuristic's choice (and misaligned tensors, which only vector-1

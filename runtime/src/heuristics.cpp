@@ -83,7 +83,7 @@ constexpr std::int64_t kSplitCfFwdGroupElements = 61440;
 // this many elements a workgroup (below).
 constexpr std::int64_t kOnchipCfFwdLargeGroupPartElements = 8192;
 // The channels-first onchip forward in parts of this many elements, held as loaded where that
-// runs more of their clusters at once (256 x 8 x 8: families/onchip.hpp, kOnchipRowsBits): few
+// runs more of their clusters at once (256 x 8 x 8: families/onchip.hpp, kOnchipHeldBits): few
 // large groups of peeled runs, and groups of up to two such parts, from kStreamCfFwdBytesPerCu
 // (below).
 constexpr std::int64_t kOnchipCfFwdHeldPartElements = 16384;
@@ -369,7 +369,7 @@ RuleTables sm_90() {
           .only({DataType::f16, DataType::bf16}),
       // ... and those whose runs peel (a spatial size the vector does not divide), up to a
       // portable cluster's 8 parts: in parts of 16K elements, 256 x 8 x 8, whose vectors held as
-      // loaded (kOnchipRowsBits) run a launch's clusters in one round where the plain kernel's
+      // loaded (kOnchipHeldBits) run a launch's clusters in one round where the plain kernel's
       // took two. H200, fp16 / bf16 SiLU, L2-cold, bench.py --best, 2026-12-02, forty-third
       // session (bench/NOTES.md, "The channels-first onchip forward's parts held as loaded"):
       // det_25x42x2048 (64 groups of 67200, 65 KB) in 5 parts 12.62 / 12.62 us against stream
@@ -867,7 +867,7 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     if (in_parts) {
       // 16-bit groups in parts from 72 KB of x a compute unit (the two rules above that reach
       // past kOnchipPartsClFwdBytesPerCu), after the slots at once: the instances of 256 threads
-      // whose parts kernel holds its rows as loaded (onchip_rows_bits, fa36957: 256 x 8 x 8 at
+      // whose parts kernel holds its rows as loaded (onchip_held_bits, fa36957: 256 x 8 x 8 at
       // 79 registers a thread, not 128), whatever their parts. H200, fp16 / bf16 SiLU, L2-cold,
       // bench.py --best, 2026-11-30 (bench/results/h200): vae_128x512 256 x 8 x 8 in 16 parts
       // 20.5 / 21.1 us against 512 x 2 x 16 and 512 x 4 x 8 24.9-28.1 and 1024 x 4 x 8 in 8 30.9
@@ -877,7 +877,7 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
       // (sd15_32x1920, 58 KB: 1024 x 4 x 8 in 2 12.1 / 12.1 against 256 x 4 x 8 in 8 13.4 / 11.3,
       // the two types apart).
       const auto held = [&](const InstanceSpec& s) {
-        return s.block <= kOnchipClFwdPartThreads && onchip_rows_bits(int(size_of(p.x_dtype)), s.vector, s.per_thread);
+        return s.block <= kOnchipClFwdPartThreads && onchip_held_bits(int(size_of(p.x_dtype)), s.vector, s.per_thread);
       };
       if (bytes_per_cu(p, cus) >= kOnchipPartsClFwdBytesPerCu && held(x) != held(y)) return held(x);
       // 16-bit: parts past a portable cluster's 8 (Instance::onchip_parts) only for groups so

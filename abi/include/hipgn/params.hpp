@@ -74,9 +74,9 @@ HIPGN_HD constexpr std::int64_t onchip_cl_rows(int block, int per_thread, std::i
   return columns > block ? 0 : per_thread * (block / columns);
 }
 // Whether an onchip forward instance (x of `x_bytes` an element) also has its parts kernel with
-// x held as loaded (families/onchip.hpp, kOnchipRowsBits; channels-last its rows, channels-first
+// x held as loaded (families/onchip.hpp, kOnchipHeldBits; channels-last its rows, channels-first
 // its vectors): 16-bit x, and at least 32 values a thread (fewer hold few registers to save).
-HIPGN_HD constexpr bool onchip_rows_bits(int x_bytes, int vector, int per_thread) {
+HIPGN_HD constexpr bool onchip_held_bits(int x_bytes, int vector, int per_thread) {
   return x_bytes == 2 && vector * per_thread >= 32;
 }
 

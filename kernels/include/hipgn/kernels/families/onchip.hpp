@@ -47,8 +47,9 @@ inline constexpr bool kOnchipRowsWidenAfterLoads =
 // fwd_onchip_rows, fwd_onchip_aligned and fwd_onchip_span). It costs instructions and saves
 // registers: channels-last 256 x 8 x 4 78 -> 62 (three workgroups a compute unit -> four),
 // 256 x 4 x 8 80 -> 55, 256 x 8 x 8 128 -> 79 (two -> three), 512 x 4 x 8 64 -> 54 (two either
-// way). So the launcher takes it where the device runs a launch's clusters in fewer rounds with
-// it (FamilyLauncher<onchip>::held_parts), and the plain kernel elsewhere. Measured (H200, fp16
+// way). So the launcher takes it where the device runs more of a launch's clusters at once with
+// it and the plain kernel's would not all run at once (FamilyLauncher<onchip>::HeldParts), and
+// the plain kernel elsewhere. Measured (H200, fp16
 // / bf16; bench/NOTES.md, "The channels-last onchip forward's rows held as loaded"): 256 x 8 x 4
 // at sd15_32x1280 9.55 -> 8.64 us (62 + 2 clusters -> one round), sdxl_32x2560 16.2 -> 15.0;
 // 256 x 8 x 8 at det_25x42x2048 18.3 -> 10.9; but at one round either way 1.05-1.08x the time
@@ -58,22 +59,23 @@ inline constexpr bool kOnchipRowsWidenAfterLoads =
 // 58 (bf16's aligned plain kernels hold so already: ptxas widens its shifted halves again at each
 // use); sd15_64x640 fp16 14.34 -> 12.73 us, det_25x42x2048's peeled 256 x 8 x 8 in 5 parts 15.73 ->
 // 12.62 (bench/NOTES.md, "The channels-first onchip forward's parts held as loaded").
-// Which instances: params.hpp, onchip_rows_bits.
+// Which instances: params.hpp, onchip_held_bits.
 template <typename Traits>
-inline constexpr bool kOnchipRowsBits =
+inline constexpr bool kOnchipHeldBits =
     Traits::kOp == Op::fwd &&
-    onchip_rows_bits(int(sizeof(typename Traits::XType)), Traits::kVectorSize, Traits::kPerThread);
+    onchip_held_bits(int(sizeof(typename Traits::XType)), Traits::kVectorSize, Traits::kPerThread);
 
-// Which parts kernel the launcher takes where an instance has both (kOnchipRowsBits): the one
-// that runs a launch's clusters in the fewest rounds, the plain one where they tie; or, with
-// HIPGN_ONCHIP_ROWS_BITS (read once), `0` the plain one (for measuring), `always` the one held
-// as loaded (the GPU check tests that kernel so: the corpus's shapes run in one round).
-enum class RowsBitsMode { fewest_rounds, never, always };
-inline RowsBitsMode onchip_rows_bits_mode() {
-  static const RowsBitsMode mode = [] {
-    const char* e = std::getenv("HIPGN_ONCHIP_ROWS_BITS");
-    if (e && std::string(e) == "0") return RowsBitsMode::never;
-    return e && std::string(e) == "always" ? RowsBitsMode::always : RowsBitsMode::fewest_rounds;
+// Which parts kernel the launcher takes where an instance has both (kOnchipHeldBits): the one
+// held as loaded where the device runs more of the launch's clusters at once with it and would
+// not run all of the plain kernel's at once, the plain one elsewhere (HeldParts::take_bits); or,
+// with HIPGN_ONCHIP_HELD_BITS (read once), `0` the plain one (for measuring), `always` the one
+// held as loaded (the GPU check tests that kernel so: the corpus's shapes run in one round).
+enum class HeldBitsMode { more_at_once, never, always };
+inline HeldBitsMode onchip_held_bits_mode() {
+  static const HeldBitsMode mode = [] {
+    const char* e = std::getenv("HIPGN_ONCHIP_HELD_BITS");
+    if (e && std::string(e) == "0") return HeldBitsMode::never;
+    return e && std::string(e) == "always" ? HeldBitsMode::always : HeldBitsMode::more_at_once;
   }();
   return mode;
 }
@@ -177,7 +179,7 @@ __device__ __forceinline__ void with_held(const Raw (&raw)[E], const Held& v, in
 // below counts from the part's first), the first part the head and the tail too, with statistics
 // of its own that the parts exchange (exchange_parts).
 //
-// With kBits (kOnchipRowsBits), the body vectors are held as loaded and widened at each use.
+// With kBits (kOnchipHeldBits), the body vectors are held as loaded and widened at each use.
 template <typename Traits, bool kParts = false, bool kBits = false>
 __device__ __forceinline__ void fwd_onchip_span(const Params& p, const GroupView<Traits>& view, std::int64_t group,
                                                 int part = 0) {
@@ -320,7 +322,7 @@ __device__ __forceinline__ HeldRows held_rows(const Params& p, const View& view,
 // that holds the group: its rows part * part_rows on, up to part_rows of them, with statistics
 // of its own rows that the cluster's parts exchange (exchange_parts).
 //
-// With kBits (kOnchipRowsBits), the rows are held as loaded and widened at each use.
+// With kBits (kOnchipHeldBits), the rows are held as loaded and widened at each use.
 template <typename Traits, bool kParts = false, bool kBits = false>
 __device__ __forceinline__ void fwd_onchip_rows(const Params& p, const GroupView<Traits>& view, std::int64_t group,
                                                 int part = 0) {
@@ -521,7 +523,7 @@ __device__ __forceinline__ void fwd_onchip_columns(const Params& p, std::int64_t
 // that holds the group: its vectors part * part_rows on, up to part_rows of them (q below counts
 // from the part's first), with statistics of its own that the parts exchange (exchange_parts).
 //
-// With kBits (kOnchipRowsBits), x is held as loaded and widened at each use.
+// With kBits (kOnchipHeldBits), x is held as loaded and widened at each use.
 template <typename Traits, bool kParts = false, bool kBits = false>
 __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, std::int64_t group, int part = 0) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
@@ -1394,17 +1396,17 @@ __global__ void __launch_bounds__(Traits::kBlockSize) bwd_onchip_columns_kernel(
 template <>
 struct FamilyLauncher<Family::onchip> {
   // The forward's kernels of a group's rows or aligned vectors in `parts` parts: how many
-  // clusters of the plain one and of the one with the rows held as loaded (kOnchipRowsBits; 0
-  // where the instance has none, or HIPGN_ONCHIP_ROWS_BITS is 0) the device runs at once, and
-  // which one the launcher takes (onchip_rows_bits_mode).
+  // clusters of the plain one and of the one with x held as loaded (kOnchipHeldBits; 0 where
+  // the instance has none, or HIPGN_ONCHIP_HELD_BITS is 0) the device runs at once, and which
+  // one the launcher takes (onchip_held_bits_mode).
   struct HeldParts {
     int plain = 0, bits = 0;
-    bool always = false;  // HIPGN_ONCHIP_ROWS_BITS=always
-    // the rows held as loaded for `groups` groups: always, or where the plain kernel's
+    bool always = false;  // HIPGN_ONCHIP_HELD_BITS=always
+    // x held as loaded for `groups` groups: always, or where the plain kernel's
     // clusters would not all run at once and these run more of them at once, though both make
     // as many rounds (a second round of fewer clusters ends sooner); not where the plain
     // kernel's run in one round (channels-last, held as loaded ran slower at one round). H200,
-    // SiLU, L2-cold, bench.py --best against HIPGN_ONCHIP_ROWS_BITS=0 (bench/NOTES.md, "Two
+    // SiLU, L2-cold, bench.py --best against HIPGN_ONCHIP_HELD_BITS=0 (bench/NOTES.md, "Two
     // rounds, fewer in the second"): sd15_32x1920 (64 groups) channels-first 256 x 8 x 4 in 8
     // parts, fp16's plain kernel 45 clusters at once, held 62, 11.11 -> 10.07 us; channels-last
     // sdxl_32x2560 256 x 8 x 8 in 6 (39 -> 62) 15.61 -> 14.76, 256 x 4 x 8 0.93-0.97 on three
@@ -1421,11 +1423,11 @@ struct FamilyLauncher<Family::onchip> {
   static HeldParts held_parts(int parts) {
     HeldParts h;
     h.plain = active_clusters(&fwd_onchip_parts_kernel<Traits, kPeeled>, Traits::kBlockSize, 0, parts);
-    if constexpr (kOnchipRowsBits<Traits>) {
-      const RowsBitsMode mode = onchip_rows_bits_mode();
-      if (mode != RowsBitsMode::never)
+    if constexpr (kOnchipHeldBits<Traits>) {
+      const HeldBitsMode mode = onchip_held_bits_mode();
+      if (mode != HeldBitsMode::never)
         h.bits = active_clusters(&fwd_onchip_parts_kernel<Traits, kPeeled, true>, Traits::kBlockSize, 0, parts);
-      h.always = mode == RowsBitsMode::always;
+      h.always = mode == HeldBitsMode::always;
     }
     return h;
   }
@@ -1473,10 +1475,10 @@ struct FamilyLauncher<Family::onchip> {
     if constexpr (kForward) {
       if (p.slices > 1) {  // the runtime asks for parts only where the device has clusters
         // the plain kernel or, channels-first, the one of spans peeled (kOnchipSpans); either
-        // with x held as loaded where that makes fewer rounds (kOnchipRowsBits)
+        // with x held as loaded where that runs more clusters at once (kOnchipHeldBits)
         const auto pick = [&](auto peeled) -> void (*)(Params) {
           constexpr bool kPeeled = decltype(peeled)::value;
-          if constexpr (kOnchipRowsBits<Traits>)
+          if constexpr (kOnchipHeldBits<Traits>)
             if (held_parts<Traits, kPeeled>(int(p.slices)).take_bits(p.num_groups))
               return &fwd_onchip_parts_kernel<Traits, kPeeled, true>;
           return &fwd_onchip_parts_kernel<Traits, kPeeled>;
