@@ -924,14 +924,15 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
   if (x.vector != y.vector) return x.vector > y.vector;
   if (in_parts) {
     // groups held in parts where the device says how many of their clusters it runs at once
-    // (Instance::onchip_rounds): the fewer rounds first, since a second round of clusters
-    // starts when the first ends. H100, fp16 / bf16 SiLU, L2-cold, bench.py --best, the
-    // occupancy query's answers beside them (bench/NOTES.md, "Rounds of clusters"):
-    // sd15_32x1920 channels-first (64 groups) 512 x 8 x 8 in 2 parts (66 clusters at once, one
-    // round) 12.0 / 12.4 us against 256 x 8 x 4 in 8 (62 at once, two rounds) 13.7 / 13.8 and
-    // 256 x 8 x 8 in 4 (62, two rounds) 16.2 / 16.3, where the most parts win below one round
-    // (sd15_32x960, 256 x 8 x 2 in 8, 92 at once: 7.4 / 7.2 against 256 x 8 x 4 in 4's 8.4 /
-    // 8.2).
+    // (counted_rounds): the fewer rounds first, since a second round of clusters starts when
+    // the first ends. H100, fp16 / bf16 SiLU, L2-cold, bench.py --best, the occupancy query's
+    // answers beside them (bench/NOTES.md, "Rounds of clusters"): sd15_32x1920 channels-first
+    // (64 groups) 512 x 8 x 8 in 2 parts (66 clusters at once, one round) 12.0 / 12.4 us against
+    // 256 x 8 x 4 in 8 (62 at once, two rounds) 13.7 / 13.8 and 256 x 8 x 8 in 4 (62, two
+    // rounds) 16.2 / 16.3, where the most parts win below one round (sd15_32x960, 256 x 8 x 2 in
+    // 8, 92 at once: 7.4 / 7.2 against 256 x 8 x 4 in 4's 8.4 / 8.2). On the H200 since the
+    // parts held as loaded, that second round of 2 is not counted and 256 x 8 x 4 wins there
+    // (counted_rounds; fp16 / bf16 10.1 / 9.9 us against 512 x 8 x 8's 10.7 / 11.1).
     if (fewer_rounds_decide) return ra < rb;
     // groups that may be held in parts (Instance::onchip_parts): the instance whose slots the
     // group's part fills most (in eighths); then channels-last the fewest parts (of those that
@@ -946,7 +947,7 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     // Channels-first: sd15_32x960 256 x 8 x 2 in 8 7.3 against 256 x 8 x 4 in 4 8.2 and 512 x
     // 8 x 8 whole 10.1 (94% each); sd15_16x1920 256 x 8 x 1 in 8 5.5, 256 x 8 x 2 in 4 5.4,
     // 256 x 8 x 4 in 2 6.3; vae_64x512 256 x 8 x 4 in 8 8.5 against 512 x 8 x 8 in 2 10.1 (and
-    // sd15_32x1920 by the rounds above). The backward
+    // sd15_32x1920 by the rounds above, H100). The backward
     // (channels-last) without the fill: the full slots of 256 x 2 x 8 in 5 parts ran 15.1 us on
     // sd15_32x640 and 18.5 on sd15_16x2560 where the fastest instance ran 11.9 and 11.5, and 9.5
     // in 3 parts on sd15_16x1280 against 512 x 2 x 16 whole's 8.6 (H100, fp16, bench.py --best,

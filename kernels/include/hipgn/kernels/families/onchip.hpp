@@ -1402,10 +1402,10 @@ struct FamilyLauncher<Family::onchip> {
   struct HeldParts {
     int plain = 0, bits = 0;
     bool always = false;  // HIPGN_ONCHIP_HELD_BITS=always
-    // x held as loaded for `groups` groups: always, or where the plain kernel's
-    // clusters would not all run at once and these run more of them at once, though both make
-    // as many rounds (a second round of fewer clusters ends sooner); not where the plain
-    // kernel's run in one round (channels-last, held as loaded ran slower at one round). H200,
+    // x held as loaded for `groups` groups: always, or where the plain kernel's clusters would
+    // not all run at once and these run more of them at once, though both make as many rounds
+    // (a second round of fewer clusters ends sooner); not where the plain kernel's run in one
+    // round (channels-last, held as loaded ran slower at one round). H200,
     // SiLU, L2-cold, bench.py --best against HIPGN_ONCHIP_HELD_BITS=0 (bench/NOTES.md, "Two
     // rounds, fewer in the second"): sd15_32x1920 (64 groups) channels-first 256 x 8 x 4 in 8
     // parts, fp16's plain kernel 45 clusters at once, held 62, 11.11 -> 10.07 us; channels-last
