@@ -49,11 +49,11 @@ inline constexpr bool kOnchipRowsWidenAfterLoads =
 // 256 x 4 x 8 80 -> 55, 256 x 8 x 8 128 -> 79 (two -> three), 512 x 4 x 8 64 -> 54 (two either
 // way). So the launcher takes it where the device runs more of a launch's clusters at once with
 // it and the plain kernel's would not all run at once (FamilyLauncher<onchip>::HeldParts), and
-// the plain kernel elsewhere. Measured (H200, fp16
-// / bf16; bench/NOTES.md, "The channels-last onchip forward's rows held as loaded"): 256 x 8 x 4
-// at sd15_32x1280 9.55 -> 8.64 us (62 + 2 clusters -> one round), sdxl_32x2560 16.2 -> 15.0;
-// 256 x 8 x 8 at det_25x42x2048 18.3 -> 10.9; but at one round either way 1.05-1.08x the time
-// (vae_64x512 7.51 -> 7.98), and 512 x 4 x 8 1.08-1.16x.
+// the plain kernel elsewhere. Measured (H200, fp16 / bf16; bench/NOTES.md, "The channels-last
+// onchip forward's rows held as loaded"): 256 x 8 x 4 at sd15_32x1280 9.55 -> 8.64 us (62 + 2
+// clusters -> one round), sdxl_32x2560 16.2 -> 15.0; 256 x 8 x 8 at det_25x42x2048 18.3 -> 10.9;
+// but at one round either way 1.05-1.08x the time (vae_64x512 7.51 -> 7.98), and 512 x 4 x 8
+// 1.08-1.16x.
 // Channels-first, the aligned and peeled parts kernels the same way (x's vectors held as loaded):
 // fp16's aligned 256 x 8 x 4 80 -> 58 registers, 256 x 8 x 8 114 -> 79, peeled 256 x 8 x 8 118 ->
 // 58 (bf16's aligned plain kernels hold so already: ptxas widens its shifted halves again at each
@@ -1405,14 +1405,14 @@ struct FamilyLauncher<Family::onchip> {
     // x held as loaded for `groups` groups: always, or where the plain kernel's clusters would
     // not all run at once and these run more of them at once, though both make as many rounds
     // (a second round of fewer clusters ends sooner); not where the plain kernel's run in one
-    // round (channels-last, held as loaded ran slower at one round). H200,
-    // SiLU, L2-cold, bench.py --best against HIPGN_ONCHIP_HELD_BITS=0 (bench/NOTES.md, "Two
-    // rounds, fewer in the second"): sd15_32x1920 (64 groups) channels-first 256 x 8 x 4 in 8
-    // parts, fp16's plain kernel 45 clusters at once, held 62, 11.11 -> 10.07 us; channels-last
-    // sdxl_32x2560 256 x 8 x 8 in 6 (39 -> 62) 15.61 -> 14.76, 256 x 4 x 8 0.93-0.97 on three
-    // shapes; but channels-last 256 x 8 x 4 slower, odd_1d_8191_c256 27.91 -> 30.30 and
-    // det_25x42x2048 12.62 -> 13.38 (neither row's dispatched instance). The heuristics count
-    // the rounds of the kernel taken so (at_once, below).
+    // round (channels-last, held as loaded ran slower at one round). H200, SiLU, L2-cold,
+    // bench.py --best against HIPGN_ONCHIP_HELD_BITS=0 (bench/NOTES.md, "Two rounds, fewer in
+    // the second"): sd15_32x1920 (64 groups) channels-first 256 x 8 x 4 in 8 parts, fp16's plain
+    // kernel 45 clusters at once, held 62, 11.11 -> 10.07 us; channels-last sdxl_32x2560 256 x 8
+    // x 8 in 6 (39 -> 62) 15.61 -> 14.76, 256 x 4 x 8 0.93-0.97 on three shapes; but
+    // channels-last 256 x 8 x 4 slower, odd_1d_8191_c256 27.91 -> 30.30 and det_25x42x2048 12.62
+    // -> 13.38 (neither row's dispatched instance). The heuristics count the rounds of the
+    // kernel taken so (at_once, below).
     bool take_bits(std::int64_t groups) const {
       return bits > 0 && (always || plain == 0 || (bits > plain && groups > plain));
     }
