@@ -95,6 +95,10 @@ constexpr double kOnchipCfFwdTwoPartsBytesPerCu = 384 << 10;
 // clusters (below).
 constexpr std::int64_t kOnchipCfFwdLargePartElements = 32768;
 constexpr double kOnchipCfFwdTwoLargePartsBytesPerCu = 128 << 10;
+// The channels-first onchip forward's 16-bit groups that two parts of this many slots hold, at
+// least kOnchipCfFwdPairFillEighths full, before the parts nearest 8 KB (better()).
+constexpr std::int64_t kOnchipCfFwdPairPartSlots = 8192;
+constexpr std::int64_t kOnchipCfFwdPairFillEighths = 7;
 // The split forward's slices below this many elements go first below kTinyBytesPerCu of x a
 // compute unit, last from it (better()).
 constexpr std::int64_t kSplitFwdSmallSliceElements = 4096;
@@ -983,6 +987,19 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
       // 256 x 8 x 4 in 8 4.25 / 4.33. H200, bf16 / fp16 SiLU, L2-cold, bench.py --best
       // (bench/NOTES.md, "Two rounds, fewer in the second").
       if (size_of(p.x_dtype) == 2 && wide_a != wide_b) return wide_a == wide_first;
+      // 16-bit: then a group that two parts of 8K slots (kOnchipCfFwdPairPartSlots) hold at
+      // least 7/8 full (kOnchipCfFwdPairFillEighths), one workgroup of 256 a compute unit where
+      // the groups are 64, before four parts of 4096: sd15_16x1920 (15360 elements) 256 x 8 x 4
+      // in 2 4.96 / 4.82 us (fp16 / bf16) against 256 x 8 x 2 in 4 5.08 / 5.08; not where two
+      // such parts are less full (sd15_16x1280, 10240 elements, 5/8: 4.49 / 4.53 against 256
+      // x 8 x 2 in 3 4.47 / 4.42) nor in three (sd15_32x640, 20480: 5.85 / 5.80 against 256 x
+      // 8 x 2 in 5 5.42 / 5.35). H200, SiLU, L2-cold, bench.py --best (bench/NOTES.md, "Two
+      // parts of 8K"). The H100 before the slots loaded at once had it the other way (above).
+      const auto pair = [&](const InstanceSpec& s, const Instance::OnchipParts& q, std::int64_t fill) {
+        return q.parts == 2 && fill >= kOnchipCfFwdPairFillEighths &&
+               std::int64_t(s.block) * s.per_thread * s.vector == kOnchipCfFwdPairPartSlots;
+      };
+      if (size_of(p.x_dtype) == 2 && pair(x, pa, fa) != pair(y, pb, fb)) return pair(x, pa, fa);
       const auto off = [&](const Instance::OnchipParts& q) {
         return std::abs(std::log2(double(q.part_rows * unit * std::int64_t(size_of(p.x_dtype))) /
                                   double(kOnchipCfFwdPartBytes)));
