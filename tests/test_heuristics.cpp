@@ -834,9 +834,15 @@ TEST(Heuristics, ChannelsLastBackwardOfFewWideGroupsTakesAClusterAGroup) {
   // 65536) 512 x 2 x 16 in 4. Runs of 32 bytes too (bench/NOTES.md, "Runs of 32 bytes"):
   // vae_64x512 512 x 2 x 32 in 2 where the device answers the rounds of clusters (it runs 512 x
   // 2 x 16 in 4 in two), else the most parts, 512 x 2 x 16 in 4. Not sd15_64x320 (20-byte
-  // runs), nor det 25x42 C=2048 (65 KB).
+  // runs), nor det 25x42 C=2048 (65 KB). Within onchip's first rule, groups of runs narrower
+  // than 32 bytes spread as those of 16K elements do (bench/NOTES.md, "The channels-last
+  // backward of 20-byte runs in parts"): sd15_32x320 (10240 elements, 20-byte runs) 256 x 2 x 8
+  // in 3, where sd15_16x1280 (10240, 80-byte runs) stays whole (above), as does sd15_32x320 of
+  // four samples, whose 128 whole groups already cover half the compute units.
   if (!clusters()) GTEST_SKIP() << "the device has no thread-block clusters (or HIPGN_CLUSTERS=0)";
   const Layout cl = Layout::channels_last;
+  expect_parts(Shape{2, 320, {32, 32}, 32}, cl, "gn_bwd_f16_f16_cl_swish_onchip_b256_v2_e8", 3, Op::bwd);
+  expect_parts(Shape{4, 320, {32, 32}, 32}, cl, "gn_bwd_f16_f16_cl_swish_onchip_b512_v2_e16", 1, Op::bwd);
   expect_parts(Shape{2, 1920, {32, 32}, 32}, cl, "gn_bwd_f16_f16_cl_swish_onchip_b512_v2_e32", 2, Op::bwd);
   expect_parts(Shape{2, 1280, {32, 32}, 32}, cl, "gn_bwd_f16_f16_cl_swish_onchip_b512_v2_e32", 2, Op::bwd);
   expect_parts(Shape{2, 640, {32, 32}, 16}, cl, "gn_bwd_f16_f16_cl_swish_onchip_b512_v2_e16", 3, Op::bwd);

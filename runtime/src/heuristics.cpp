@@ -1010,11 +1010,20 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     if (p.op == Op::fwd && fa != fb) return fa > fb;
     if (pa.parts != pb.parts) {
       const bool most = p.layout == Layout::channels_first || 4 * p.num_groups() < cus;
-      if (!most && p.group_elements() >= kOnchipPartsSpreadFromElements) {
+      // the backward's groups of runs narrower than kOnchipPartsClBwdRunBytes, of any size that
+      // parts take (kOnchipPartsFromElements; below)
+      const bool narrow = p.op != Op::fwd && group_run(p) * std::int64_t(size_of(p.x_dtype)) < kOnchipPartsClBwdRunBytes;
+      if (!most && (p.group_elements() >= kOnchipPartsSpreadFromElements || narrow)) {
         // channels-last groups of 16K elements or more: not so few parts that half the compute
         // units stay idle (sd15_32x960, 30720 elements: 512 x 2 x 16 in 2 parts 9.0 / 9.0 us
         // against 1024 x 2 x 16 whole 10.0 / 10.1); smaller groups pay more for parts than
         // for idle units (sd15_16x1280, 10240: 512 x 4 x 8 whole 5.3 against 256 x 4 x 8 in 2 5.9)
+        // but for the backward's narrow runs: sd15_32x320 (64 groups of 10240, 20-byte runs)
+        // 256 x 2 x 8 in 3 parts 9.26 / 9.41, 9.34 / 9.20 and 9.20 / 9.20 us (fp16 / bf16, three
+        // processes) against 512 x 2 x 16 whole's 9.78 / 9.90, 9.77 / 9.70 and 9.74 / 9.71, where
+        // at the same groups of 80-byte runs (sd15_16x1280) whole leads by 9% (8.16 / 8.10
+        // against 256 x 2 x 8 in 3's 8.88 / 8.88); H200, SiLU, L2-cold, bench.py --best
+        // (bench/NOTES.md, "The channels-last backward of 20-byte runs in parts")
         const bool spread_a = 2 * p.num_groups() * pa.parts >= cus, spread_b = 2 * p.num_groups() * pb.parts >= cus;
         if (spread_a != spread_b) return spread_a;
       }
