@@ -42,7 +42,9 @@ constexpr int kOnchipPartsClFwdWideRunBytes = 32;
 // portable cluster's 8) the later rules take it.
 constexpr std::int64_t kOnchipPartsClFwdMostChunkElements = 16384;
 // The channels-last onchip backward's groups past 32K elements in parts below this many bytes
-// of x a compute unit, where C/G spans at least this many bytes, two 16-byte vectors (below).
+// of x a compute unit, where C/G spans at least this many bytes, two 16-byte vectors (below);
+// groups of narrower runs that one workgroup holds are spread in parts over half the compute
+// units (better()).
 constexpr double kOnchipPartsClBwdBytesPerCu = 60 << 10;
 constexpr int kOnchipPartsClBwdRunBytes = 32;
 // The channels-last onchip forward's groups in parts: from this many elements, parts enough
