@@ -13,6 +13,12 @@ for the peers, their training step (forward + backward) minus their forward.
 Writes bench/results/latest.json (one row per shape, dtype, layout and op; with --best also
 every supporting instance's time, `instances`, which the dispatch rules cite), latest.md (the
 summary and the table) and latest.png (% of copy per shape), under --out.
+
+A shape outside the suite, to settle a dispatch rule by this method rather than hipgn_profiler's
+single launches (which can disagree on a close choice by several percent: bench/NOTES.md, "The
+channels-last backward of 20-byte runs in parts"): `--shape probe_c384=2,384,32x32,32 --best
+--peers none` times the shapes --shape names, alone; bench/merge_results.py keeps them out of
+bench/results, which holds the suite and the odd shapes.
 """
 from __future__ import annotations
 
@@ -61,6 +67,35 @@ def load_shapes(which: str):
     if which in ("odd", "all"):
         shapes.update(ODD)
     return shapes, set(suite["fp32"])
+
+
+def parse_shape(spec: str, known) -> tuple:
+    """A --shape spec, `name=N,C,S1xS2...,G` (spatial sizes joined by x, any rank from 1), as
+    (name, (N, C, spatial, G)); refused (SystemExit) where malformed, where G does not divide C,
+    or where the name is one of `known` (the suite's and the odd ones: a probe's rows must not pass
+    for theirs)."""
+    def bad(why):
+        raise SystemExit(f"bench.py: --shape {spec!r}: {why} (expected name=N,C,S1xS2...,G, say "
+                         f"probe_c384=2,384,32x32,32)")
+
+    name, sep, dims = spec.partition("=")
+    if not sep or not name or not all(ch.isalnum() or ch == "_" for ch in name):
+        bad("a name of letters, digits and _ first")
+    if name in known:
+        bad(f"{name!r} is a shape of the suite or the odd ones")
+    parts = dims.split(",")
+    if len(parts) != 4:
+        bad("four fields after the name")
+    try:
+        n, c, g = int(parts[0]), int(parts[1]), int(parts[3])
+        spatial = tuple(int(s) for s in parts[2].split("x"))
+    except ValueError:
+        bad("whole numbers")
+    if min(n, c, g, *spatial) < 1 or len(spatial) > 8:
+        bad("positive sizes and at most 8 spatial dimensions")
+    if c % g:
+        bad(f"G = {g} does not divide C = {c}")
+    return name, (n, c, spatial, g)
 
 
 def read_rows(path):
@@ -319,6 +354,9 @@ def main():
     ap.add_argument("--lib", required=True, help="path to libhipgn.so")
     ap.add_argument("--shapes", default="all", choices=["suite", "odd", "all"])
     ap.add_argument("--only", default="", help="comma-separated shape names")
+    ap.add_argument("--shape", action="append", default=[], metavar="NAME=N,C,S1xS2...,G",
+                    help="time this shape (repeatable), and only the shapes so named: --shapes and --only "
+                         "are then ignored (fp32 too where --dtypes asks it)")
     ap.add_argument("--dtypes", default="float16,bfloat16,float32")
     ap.add_argument("--layouts", default="cf,cl")
     ap.add_argument("--ops", default="fwd,bwd")
@@ -340,7 +378,16 @@ def main():
     a = ap.parse_args()
     if a.act != "swish" and a.peers != "none":
         ap.error("--act none times hipgn alone: the peers' forward is GroupNorm + SiLU (add --peers none)")
-    shapes, fp32_subset = load_shapes("all" if a.rows else a.shapes)
+    shapes, fp32_subset = load_shapes("all" if a.rows or a.shape else a.shapes)
+    if a.shape:
+        if a.rows:
+            ap.error("--rows names rows of the suite and the odd shapes; --shape times shapes of its own")
+        probes = [parse_shape(s, shapes) for s in a.shape]
+        shapes = dict(probes)
+        if len(shapes) < len(probes):
+            ap.error("--shape: two shapes of one name")
+        fp32_subset = set(shapes)
+        a.only = ""
     problems = plan(shapes, fp32_subset, a.dtypes.split(","), a.layouts.split(","), a.ops.split(","),
                     read_rows(a.rows) if a.rows else None, a.only.split(",") if a.only else None)
 

@@ -17,6 +17,7 @@ replaces it all the same.
 
 The kept rows are one GPU's: another GPU's run goes --into a folder of its own, which its first
 run starts (bench/results holds an H100's; the device of the sessions since 2026-11-28 is an H200).
+They are the suite's and the odd shapes': a run with shapes of bench.py --shape is refused.
 """
 from __future__ import annotations
 
@@ -61,6 +62,11 @@ def main():
     # refused before anything is merged
     if new["meta"].get("act", "swish") != "swish":  # bench.py --act none: hipgn alone, no SiLU
         sys.exit(f"merge_results: the new rows ran hipgn with act {new['meta']['act']}; the kept ones are GroupNorm + SiLU")
+    known, _ = bench.load_shapes("all")
+    probes = sorted({r["name"] for r in new["rows"]} - set(known))
+    if probes:
+        sys.exit(f"merge_results: {', '.join(probes)}: no shape of the suite or the odd ones (bench.py --shape): "
+                 "the kept rows are those shapes' only")
     if kept["meta"].get("gpu") != new["meta"].get("gpu"):
         sys.exit(f"merge_results: the kept rows ran on {kept['meta'].get('gpu')}, the new on {new['meta'].get('gpu')}: "
                  "merge them --into a folder of that GPU's own (a new one starts its set)")

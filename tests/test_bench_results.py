@@ -3,7 +3,8 @@ GPU's first run starts its set, a later run replaces the rows it measured (but n
 lose a peer's time), another GPU's run is refused and leaves the set as it was, --instances takes
 a --best run's per-instance times only into rows that dispatched the same instance, and the
 heuristic check takes the set measured on the GPU present; bench.py's plan of problems, from its
-options (refusing an --only name that is no shape) or from a --rows file."""
+options (refusing an --only name that is no shape) or from a --rows file, and its --shape specs;
+merge_results refuses a run of such probe shapes."""
 import json
 import os
 import pathlib
@@ -17,6 +18,10 @@ sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(BENCH.parent / "python"))
 import bench  # noqa: E402
 import heuristic_check  # noqa: E402
+
+
+# three shapes of the suite: merge_results keeps no other shape's rows
+A, B, C = "sd15_64x320", "sd15_32x320", "tiny"
 
 
 def row(name, op, hipgn, chosen, **extra):
@@ -54,8 +59,8 @@ class MergeResults(unittest.TestCase):
         return {(r["name"], r["op"]): r for r in doc["rows"]}, doc["meta"]
 
     def start(self):
-        first = run_file(self.runs, "NVIDIA H200", [row("a", "fwd", 9.0, "gn_x_onchip"), row("a", "bwd", 13.0, "gn_y_split"),
-                                                    row("b", "fwd", 7.0, "gn_x_onchip")])
+        first = run_file(self.runs, "NVIDIA H200", [row(A, "fwd", 9.0, "gn_x_onchip"), row(A, "bwd", 13.0, "gn_y_split"),
+                                                    row(B, "fwd", 7.0, "gn_x_onchip")])
         self.assertEqual(self.merge(first, "--note", "first").returncode, 0)
 
     def test_first_run_starts_a_set_and_a_later_one_replaces_its_rows(self):
@@ -65,42 +70,52 @@ class MergeResults(unittest.TestCase):
         self.assertEqual(meta["gpu"], "NVIDIA H200")
         self.assertEqual([(r["rows"], r["note"]) for r in meta["runs"]], [(3, "first")])
         self.assertTrue((self.into / "latest.md").read_text().startswith("# hipgn benchmark: NVIDIA H200"))
-        again = run_file(self.runs, "NVIDIA H200", [row("a", "fwd", 8.5, "gn_x_onchip"), row("c", "fwd", 3.0, "gn_x_onchip")])
+        again = run_file(self.runs, "NVIDIA H200", [row(A, "fwd", 8.5, "gn_x_onchip"), row(C, "fwd", 3.0, "gn_x_onchip")])
         self.assertEqual(self.merge(again, "--note", "second").returncode, 0)
         rows, meta = self.kept()
-        self.assertEqual(sorted(rows), [("a", "bwd"), ("a", "fwd"), ("b", "fwd"), ("c", "fwd")])
-        self.assertEqual(rows[("a", "fwd")]["hipgn"], 8.5)  # replaced
-        self.assertEqual(rows[("a", "bwd")]["hipgn"], 13.0)  # kept
+        self.assertEqual(sorted(rows), sorted([(A, "bwd"), (A, "fwd"), (B, "fwd"), (C, "fwd")]))
+        self.assertEqual(rows[(A, "fwd")]["hipgn"], 8.5)  # replaced
+        self.assertEqual(rows[(A, "bwd")]["hipgn"], 13.0)  # kept
         self.assertEqual([r["rows"] for r in meta["runs"]], [3, 2])
 
     def test_a_kept_row_with_a_peer_the_new_run_lacks_stays_whole_unless_told(self):
-        first = run_file(self.runs, "NVIDIA H200", [row("a", "fwd", 9.0, "gn_x_onchip", apex=12.0),
-                                                    row("b", "fwd", 7.0, "gn_x_onchip")])
+        first = run_file(self.runs, "NVIDIA H200", [row(A, "fwd", 9.0, "gn_x_onchip", apex=12.0),
+                                                    row(B, "fwd", 7.0, "gn_x_onchip")])
         self.assertEqual(self.merge(first).returncode, 0)
-        again = run_file(self.runs, "NVIDIA H200", [row("a", "fwd", 8.0, "gn_x_onchip"), row("b", "fwd", 6.0, "gn_x_onchip")])
+        again = run_file(self.runs, "NVIDIA H200", [row(A, "fwd", 8.0, "gn_x_onchip"), row(B, "fwd", 6.0, "gn_x_onchip")])
         done = self.merge(again, "--note", "no apex")
         self.assertEqual(done.returncode, 0)
         self.assertIn("1 kept rows stay whole", done.stdout)
         rows, meta = self.kept()
-        self.assertEqual((rows[("a", "fwd")]["hipgn"], rows[("a", "fwd")]["apex"]), (9.0, 12.0))  # whole
-        self.assertEqual(rows[("b", "fwd")]["hipgn"], 6.0)  # replaced: it had no Apex time
+        self.assertEqual((rows[(A, "fwd")]["hipgn"], rows[(A, "fwd")]["apex"]), (9.0, 12.0))  # whole
+        self.assertEqual(rows[(B, "fwd")]["hipgn"], 6.0)  # replaced: it had no Apex time
         self.assertEqual(meta["runs"][-1]["rows"], 1)
         self.assertEqual(self.merge(again, "--drop-peers").returncode, 0)
         rows, _ = self.kept()
-        self.assertEqual(rows[("a", "fwd")]["hipgn"], 8.0)
-        self.assertNotIn("apex", rows[("a", "fwd")])
+        self.assertEqual(rows[(A, "fwd")]["hipgn"], 8.0)
+        self.assertNotIn("apex", rows[(A, "fwd")])
 
     def test_another_gpus_run_is_refused_and_changes_nothing(self):
         self.start()
         before = (self.into / "latest.json").read_text()
-        other = run_file(self.runs, "NVIDIA H100 80GB HBM3", [row("a", "fwd", 12.0, "gn_x_onchip")])
+        other = run_file(self.runs, "NVIDIA H100 80GB HBM3", [row(A, "fwd", 12.0, "gn_x_onchip")])
         done = self.merge(other)
         self.assertNotEqual(done.returncode, 0)
         self.assertIn("ran on NVIDIA H200", done.stderr)
         self.assertEqual((self.into / "latest.json").read_text(), before)
 
+    def test_a_run_of_probe_shapes_is_refused_and_changes_nothing(self):
+        self.start()
+        before = (self.into / "latest.json").read_text()
+        probe = run_file(self.runs, "NVIDIA H200", [row(A, "fwd", 8.0, "gn_x_onchip"),
+                                                    row("probe_c384", "bwd", 11.0, "gn_y_onchip")])
+        done = self.merge(probe)
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn("probe_c384", done.stderr)
+        self.assertEqual((self.into / "latest.json").read_text(), before)
+
     def test_instances_need_kept_rows(self):
-        best = run_file(self.runs, "NVIDIA H200", [row("a", "fwd", 9.2, "gn_x_onchip", hipgn_best=9.2,
+        best = run_file(self.runs, "NVIDIA H200", [row(A, "fwd", 9.2, "gn_x_onchip", hipgn_best=9.2,
                                                        hipgn_best_name="gn_x_onchip", instances={"gn_x_onchip": 9.2})])
         done = self.merge(best, "--instances")
         self.assertNotEqual(done.returncode, 0)
@@ -111,22 +126,22 @@ class MergeResults(unittest.TestCase):
         self.start()
         times_a = {"gn_x_onchip": 9.2, "gn_x_split": 8.8}
         best = run_file(self.runs, "NVIDIA H200", [
-            row("a", "fwd", 9.2, "gn_x_onchip", hipgn_best=8.8, hipgn_best_name="gn_x_split", instances=times_a),
+            row(A, "fwd", 9.2, "gn_x_onchip", hipgn_best=8.8, hipgn_best_name="gn_x_split", instances=times_a),
             # dispatched otherwise than the kept row: its times would judge another choice
-            row("a", "bwd", 12.0, "gn_y_onchip", hipgn_best=12.0, hipgn_best_name="gn_y_onchip",
+            row(A, "bwd", 12.0, "gn_y_onchip", hipgn_best=12.0, hipgn_best_name="gn_y_onchip",
                 instances={"gn_y_onchip": 12.0, "gn_y_split": 13.1}),
         ])
         done = self.merge(best, "--instances", "--note", "best")
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertIn("1 of the run's rows had no kept row of the same dispatched instance", done.stdout)
         rows, meta = self.kept()
-        a = rows[("a", "fwd")]
+        a = rows[(A, "fwd")]
         self.assertEqual(a["instances"], times_a)
         self.assertEqual((a["hipgn_best"], a["hipgn_best_name"]), (8.8, "gn_x_split"))
         self.assertEqual((a["hipgn"], a["compile"]), (9.0, 11.0))  # the peers run's, untouched
-        self.assertNotIn("instances", rows[("a", "bwd")])
-        self.assertEqual(rows[("a", "bwd")]["hipgn_name"], "gn_y_split")
-        self.assertNotIn("instances", rows[("b", "fwd")])
+        self.assertNotIn("instances", rows[(A, "bwd")])
+        self.assertEqual(rows[(A, "bwd")]["hipgn_name"], "gn_y_split")
+        self.assertNotIn("instances", rows[(B, "fwd")])
         self.assertEqual([(r["rows"], r["note"], r.get("instances")) for r in meta["runs"]],
                          [(3, "first", None), (1, "best", True)])
         self.assertIn("1 rows (instances only): best", (self.into / "latest.md").read_text())
@@ -184,6 +199,19 @@ class Plan(unittest.TestCase):
         self.assertIn("'a', 'b'", str(e.exception))
         with self.assertRaises(SystemExit):  # fp32 of a shape outside its subset: nothing to time
             bench.plan(self.SHAPES, set(), ["float32"], ["cf"], ["fwd"], only=["sd"])
+
+    def test_shape_specs_parse_any_rank_and_refuse_what_is_not_a_new_valid_shape(self):
+        self.assertEqual(bench.parse_shape("probe_c384=2,384,32x32,32", self.SHAPES),
+                         ("probe_c384", (2, 384, (32, 32), 32)))
+        self.assertEqual(bench.parse_shape("p3d=1,120,7x31x37,40", self.SHAPES), ("p3d", (1, 120, (7, 31, 37), 40)))
+        self.assertEqual(bench.parse_shape("p1d=4,96,8191,3", self.SHAPES), ("p1d", (4, 96, (8191,), 3)))
+        for spec, why in (("p=2,384,32x32,36", "does not divide"), ("sd=2,320,64x64,32", "suite or the odd"),
+                          ("p=2,384,32x32", "four fields"), ("p=2,384,32*32,32", "whole numbers"),
+                          ("p=0,384,32x32,32", "positive"), ("=2,384,32x32,32", "name"),
+                          ("p-1=2,384,32x32,32", "name"), ("p=2,8,1x1x1x1x1x1x1x1x1,8", "at most 8")):
+            with self.assertRaises(SystemExit, msg=spec) as e:
+                bench.parse_shape(spec, self.SHAPES)
+            self.assertIn(why, str(e.exception), spec)
 
     def test_rows_file_names_exactly_its_rows_a_problems_ops_together(self):
         with tempfile.TemporaryDirectory() as d:
