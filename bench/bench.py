@@ -34,6 +34,9 @@ import statistics
 import sys
 import time
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "python"))
+from hipgn._library import MAX_SPATIAL_RANK, Problem  # noqa: E402  (the package of this checkout: no GPU, no torch)
+
 HERE = pathlib.Path(__file__).resolve().parent
 # A copy of ../shared/bench/suite.json: the GPU machine gets only this repository.
 SUITE = HERE / "suite.json"
@@ -91,8 +94,8 @@ def parse_shape(spec: str, known) -> tuple:
         spatial = tuple(int(s) for s in parts[2].split("x"))
     except ValueError:
         bad("whole numbers")
-    if min(n, c, g, *spatial) < 1 or len(spatial) > 8:
-        bad("positive sizes and at most 8 spatial dimensions")
+    if min(n, c, g, *spatial) < 1 or len(spatial) > MAX_SPATIAL_RANK:
+        bad(f"positive sizes and at most {MAX_SPATIAL_RANK} spatial dimensions")
     if c % g:
         bad(f"G = {g} does not divide C = {c}")
     return name, (n, c, spatial, g)
@@ -138,14 +141,7 @@ def plan(shapes, fp32_subset, dtypes, layouts, ops, rows=None, only=None):
     return [(name, shapes[name], dt, layout, tuple(o)) for (name, dt, layout), o in wanted.items()]
 
 
-# --- hipgn through its C API (ctypes) ---------------------------------------------------------
-class Problem(ctypes.Structure):
-    _fields_ = [("op", ctypes.c_int), ("n", ctypes.c_int64), ("c", ctypes.c_int64), ("groups", ctypes.c_int64),
-                ("spatial_rank", ctypes.c_int32), ("spatial", ctypes.c_int64 * 8), ("x_dtype", ctypes.c_int),
-                ("gamma_dtype", ctypes.c_int), ("layout", ctypes.c_int), ("act", ctypes.c_int),
-                ("eps", ctypes.c_float), ("swish_beta", ctypes.c_float)]
-
-
+# --- hipgn through its C API (ctypes; the checkout's bindings declare hipgn_problem_t) ---------
 class Hipgn:
     OP = {"fwd": 0, "bwd": 3}
 
