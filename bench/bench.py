@@ -383,9 +383,8 @@ def main():
         if len(shapes) < len(probes):
             ap.error("--shape: two shapes of one name")
         fp32_subset = set(shapes)
-        a.only = ""
     problems = plan(shapes, fp32_subset, a.dtypes.split(","), a.layouts.split(","), a.ops.split(","),
-                    read_rows(a.rows) if a.rows else None, a.only.split(",") if a.only else None)
+                    read_rows(a.rows) if a.rows else None, a.only.split(",") if a.only and not a.shape else None)
 
     import torch
     torch.backends.cudnn.benchmark = False
