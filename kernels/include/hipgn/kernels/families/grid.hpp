@@ -244,26 +244,34 @@ __device__ __forceinline__ void store_warp_channel_sums(const Params& p, std::in
   if (lane == 0) store_channel_sums(p, sample, c, s1, s2);
 }
 
-// The group's channel sums from slots staged in shared memory, stored: channel c (c < channels)
-// has slots [first(c), first(c + 1)) of s1 and s2. A wavefront a channel where the workgroup's
-// wavefronts take every channel at once; past that, teams of lanes a channel, the largest power
-// of two whose teams still take every channel at once (a lane a channel, in rounds, past B
-// channels), each adding its channel's slots in slot order and then within the team by
-// shuffles, the team's first lane storing: the same order, so the same bits, every run. A
-// wavefront a channel in rounds put five shuffles on the chain of every channel, one channel
-// after another: r50_7x2048_n32's 64 channels of ~7 slots, 8 rounds, half of the onchip
-// backward's stall samples (bench/NOTES.md, "Channel sums in teams").
-template <int B, typename First>
-__device__ __forceinline__ void store_slot_channel_sums(const Params& p, std::int64_t sample, std::int64_t channel0,
-                                                        int channels, First first, const float* s1, const float* s2) {
+// A group's channel sums from partials staged in shared memory, each handed to store(c, s1, s2):
+// channel c has slots.count(c) partials, s1[slots.index(c, k)] and s2 the same. A wavefront a
+// channel where the workgroup's wavefronts take every channel at once; past that, teams of lanes
+// a channel, the largest power of two whose teams still take every channel at once (a lane a
+// channel, in rounds, past B channels), team q taking channel slots.channel(q) (an order the
+// caller picks so that a wavefront's teams read distinct banks), each lane adding its channel's
+// partials in slot order and then the team by shuffles, the team's first lane storing: the team
+// size is fixed by the problem, so the bits are the same every run. A wavefront a channel in
+// rounds put five shuffles on the chain of every channel, one channel after another:
+// r50_7x2048_n32's 64 channels of ~7 slots, 8 rounds, half of the channels-first onchip
+// backward's stall samples (bench/NOTES.md, "Channel sums in teams"); its channels-last
+// backward's 64 channels of 32 rows' partials the same ("Channel sums in teams, channels-last").
+template <int B, typename Slots, typename Store>
+__device__ __forceinline__ void team_channel_sums(int channels, const Slots& slots, const float* s1, const float* s2,
+                                                  Store&& store) {
   constexpr int kWarps = B / kWarpSize;
   const int t = int(threadIdx.x);
   if (channels <= kWarps) {
-    const int lane = t % kWarpSize, c = t / kWarpSize;
+    const int lane = t % kWarpSize, c = t / kWarpSize;  // a wavefront's own channel: no order to pick
     if (c < channels) {
       float t1 = 0.f, t2 = 0.f;
-      for (int k = first(c) + lane, end = first(c + 1); k < end; k += kWarpSize) t1 += s1[k], t2 += s2[k];
-      store_warp_channel_sums(p, sample, channel0 + c, lane, t1, t2);
+      for (int k = lane, n = slots.count(c); k < n; k += kWarpSize) {
+        const int u = slots.index(c, k);
+        t1 += s1[u], t2 += s2[u];
+      }
+      t1 = warp_sum(t1);
+      t2 = warp_sum(t2);
+      if (lane == 0) store(c, t1, t2);
     }
     return;
   }
@@ -271,15 +279,33 @@ __device__ __forceinline__ void store_slot_channel_sums(const Params& p, std::in
   while ((2 << shift) < kWarpSize && (B >> (shift + 1)) >= channels) ++shift;
   const int team = 1 << shift, lane = t & (team - 1);
   for (int round = 0; round < channels; round += B >> shift) {
-    const int c = round + (t >> shift);
+    const int q = round + (t >> shift), c = q < channels ? slots.channel(q) : 0;
     float t1 = 0.f, t2 = 0.f;
-    if (c < channels)
-      for (int k = first(c) + lane, end = first(c + 1); k < end; k += team) t1 += s1[k], t2 += s2[k];
+    if (q < channels)
+      for (int k = lane, n = slots.count(c); k < n; k += team) {
+        const int u = slots.index(c, k);
+        t1 += s1[u], t2 += s2[u];
+      }
 #pragma unroll
     for (int o = kWarpSize / 4; o > 0; o /= 2)
       if (o < team) t1 += __shfl_xor(t1, o, kWarpSize), t2 += __shfl_xor(t2, o, kWarpSize);
-    if (c < channels && lane == 0) store_channel_sums(p, sample, channel0 + c, t1, t2);
+    if (q < channels && lane == 0) store(c, t1, t2);
   }
+}
+
+// The channels-first group's channel sums (bwd_onchip_run): channel c has slots [first(c),
+// first(c + 1)) of s1 and s2, in channel order; team_channel_sums stores them.
+template <int B, typename First>
+__device__ __forceinline__ void store_slot_channel_sums(const Params& p, std::int64_t sample, std::int64_t channel0,
+                                                        int channels, First first, const float* s1, const float* s2) {
+  struct Span {
+    First first;
+    __device__ int channel(int q) const { return q; }
+    __device__ int count(int c) const { return first(c + 1) - first(c); }
+    __device__ int index(int c, int k) const { return first(c) + k; }
+  };
+  team_channel_sums<B>(channels, Span{first}, s1, s2,
+                       [&](int c, float t1, float t2) { store_channel_sums(p, sample, channel0 + c, t1, t2); });
 }
 
 // The group's channel sums from shared memory, `width` staged entries a channel (s1[c * width +

@@ -965,35 +965,35 @@ __device__ __forceinline__ void bwd_onchip_rows(const Params& p, const GroupView
   }
   phases.lap(1);
   if (wants_channel_sums<Traits>(p)) {
-    // thread u's element i at slot i * kRowsSlots + rows_slot(u): a wavefront's stores are
-    // consecutive, and one channel's partials (threads r columns + column, a stride of columns)
-    // fall in distinct banks with a word of padding each 32 threads
+    // thread u's element i at slot i kRowsSlots + slot(u): a wavefront's stores are consecutive,
+    // and one channel's partials (threads r columns + column, a stride of columns) fall in
+    // distinct banks with a word of padding each 32 threads. Channel c = column V + i has R
+    // partials, row r's at i kRowsSlots + slot(r columns + column); q takes the channels column
+    // by column, so a wavefront's teams (neighbouring q, neighbouring columns) read distinct banks
     constexpr int kRowsSlots = B + B / 32;
-    auto rows_slot = [](int u) { return u + u / 32; };
+    struct RowPartials {
+      int columns, R;
+      FastDivmod by_columns;
+      __device__ static int slot(int u) { return u + u / 32; }
+      __device__ int channel(int q) const {
+        const int i = int(by_columns.div31(std::uint32_t(q)));
+        return (q - i * columns) * V + i;
+      }
+      __device__ int count(int) const { return R; }
+      __device__ int index(int c, int r) const { return c % V * kRowsSlots + slot(r * columns + c / V); }
+    };
     if (r0 < R) {
 #pragma unroll
       for (int i = 0; i < V; ++i) {
-        s1[i * kRowsSlots + rows_slot(t)] = c1[i];
-        s2[i * kRowsSlots + rows_slot(t)] = c2[i] * rstd;
+        s1[i * kRowsSlots + RowPartials::slot(t)] = c1[i];
+        s2[i * kRowsSlots + RowPartials::slot(t)] = c2[i] * rstd;
       }
     }
     __syncthreads();
-    constexpr int kWarps = B / kWarpSize;
-    const int lane = t % kWarpSize, warp = t / kWarpSize;
-    for (int c = warp; c < columns * V; c += kWarps) {
-      const float *r1 = s1 + c % V * kRowsSlots, *r2 = s2 + c % V * kRowsSlots;
-      float t1 = 0.f, t2 = 0.f;  // channel c of row r: thread r columns + c / V, element c % V
-      for (int r = lane; r < R; r += kWarpSize) {
-        const int u = rows_slot(r * columns + c / V);
-        t1 += r1[u], t2 += r2[u];
-      }
-      if constexpr (kParts) {  // this part's, added up by add_parts
-        t1 = warp_sum(t1), t2 = warp_sum(t2);
-        if (lane == 0) sums->channel[c] = make_float2(t1, t2);
-      } else {
-        store_warp_channel_sums(p, sample, view.channel0 + c, lane, t1, t2);
-      }
-    }
+    team_channel_sums<B>(columns * V, RowPartials{columns, R, p.vectors_per_row}, s1, s2, [&](int c, float t1, float t2) {
+      if constexpr (kParts) sums->channel[c] = make_float2(t1, t2);  // this part's, added up by add_parts
+      else store_channel_sums(p, sample, view.channel0 + c, t1, t2);
+    });
     if constexpr (!kParts) arrive_after_sums<Traits>(p, g, arrival);
   }
   phases.lap(2);
