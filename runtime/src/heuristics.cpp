@@ -1014,7 +1014,7 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
       const bool most = p.layout == Layout::channels_first || 4 * p.num_groups() < cus;
       // the backward's groups of runs narrower than kOnchipPartsClBwdRunBytes, of any size that
       // parts take (kOnchipPartsFromElements; below)
-      const bool narrow = p.op != Op::fwd && group_run(p) * std::int64_t(size_of(p.x_dtype)) < kOnchipPartsClBwdRunBytes;
+      const bool narrow = p.op != Op::fwd && run_bytes(p) < kOnchipPartsClBwdRunBytes;
       if (!most && (p.group_elements() >= kOnchipPartsSpreadFromElements || narrow)) {
         // channels-last groups of 16K elements or more: not so few parts that half the compute
         // units stay idle (sd15_32x960, 30720 elements: 512 x 2 x 16 in 2 parts 9.0 / 9.0 us
@@ -1132,9 +1132,8 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
 // Whether a group's contiguous runs span a multiple of `bytes` (Rule::group_run_bytes).
 bool group_runs_of(const Problem& p, int bytes) {
   if (bytes == 0) return true;
-  const std::int64_t e = std::int64_t(size_of(p.x_dtype));
-  return group_run(p) * e % bytes == 0 &&
-         (p.layout == Layout::channels_first || p.last_group_channels() * e % bytes == 0);
+  return run_bytes(p) % bytes == 0 &&
+         (p.layout == Layout::channels_first || p.last_group_channels() * std::int64_t(size_of(p.x_dtype)) % bytes == 0);
 }
 
 // The first rule's pick among the instances of the problem's own key.
@@ -1149,7 +1148,7 @@ const Instance* rule_choice(const Registry& reg, const DeviceInfo& dev, const Pr
         p.group_elements() < rule.min_group_elements || p.group_elements() > rule.max_group_elements ||
         p.c > rule.max_channels || p.c < rule.min_channels || !(rule.layouts & (1 << int(p.layout))) ||
         bytes < rule.min_bytes_per_cu || bytes >= rule.max_bytes_per_cu || !group_runs_of(p, rule.group_run_bytes) ||
-        group_run(p) * std::int64_t(size_of(p.x_dtype)) < rule.min_run_bytes ||
+        run_bytes(p) < rule.min_run_bytes ||
         !(rule.x_dtypes & (1 << int(p.x_dtype))))
       continue;
     const Instance* best = nullptr;

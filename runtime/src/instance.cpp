@@ -28,6 +28,8 @@ std::int64_t group_run(const Problem& p) {
   return p.layout == Layout::channels_first ? p.spatial_size() : p.channels_per_group();
 }
 
+std::int64_t run_bytes(const Problem& p) { return group_run(p) * std::int64_t(size_of(p.x_dtype)); }
+
 namespace {
 constexpr std::int64_t kMaxSlices = 65535;  // the grid's y limit on both vendors
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }

@@ -33,6 +33,8 @@ struct Key {
 // channels-last the group's C/G channels at one position (the last group's may be wider where
 // groups are uneven: Problem::last_group_channels). A vector access must divide it.
 std::int64_t group_run(const Problem& p);
+// The same run in bytes of x (the heuristic's rules on narrow and wide runs).
+std::int64_t run_bytes(const Problem& p);
 
 struct InstanceSpec {
   Op op;
