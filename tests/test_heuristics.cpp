@@ -858,6 +858,27 @@ TEST(Heuristics, ChannelsLastBackwardOfFewWideGroupsTakesAClusterAGroup) {
       EXPECT_NE(inst->spec().family, Family::onchip) << inst->name();
 }
 
+// The channels-last backward of many small groups of wide runs (rule "channels-last, many small
+// groups of wide runs"; bench/NOTES.md, "Channel sums in teams, channels-last"): ResNet 7x7
+// C=2048 at N=32 (1024 groups of 3136, 128-byte runs of 16-bit values) onchip 256 x 2 x 8, the
+// fewest threads and 4-byte vectors, fp16 and bf16; not 16-byte runs (ResNet 56x56 C=256 at N=32).
+TEST(Heuristics, ChannelsLastBackwardOfManySmallWideGroupsStaysOnChip) {
+  const Shape resnet7{32, 2048, {7, 7}, 32}, resnet56{32, 256, {56, 56}, 32};
+  const Layout cl = Layout::channels_last;
+  for (DataType dt : {DataType::f16, DataType::bf16}) {
+    const std::string want = std::string("gn_bwd_") + (dt == DataType::f16 ? "f16_f16" : "bf16_bf16") +
+                             "_cl_swish_onchip_b256_v2_e8";
+    if (!Registry::global().find(want)) GTEST_SKIP() << "the preset lacks " << want;
+    const Instance* inst = choose(resnet7, cl, dt, Op::bwd);
+    ASSERT_NE(inst, nullptr);
+    EXPECT_EQ(inst->name(), want);
+    if (!reaches(Family::stream, resnet56, cl, Op::bwd)) continue;  // a preset without it
+    const Instance* wide = choose(resnet56, cl, dt, Op::bwd);
+    ASSERT_NE(wide, nullptr);
+    EXPECT_NE(wide->spec().family, Family::onchip) << wide->name();
+  }
+}
+
 TEST(Heuristics, SmallChannelsLastTensorsGoResident) {
   // sd15_64x320 (5 MB, C/G = 10): 256 x 8 (176 items, a unit a cluster); odd_97x89_c96_cg3
   // too, at 104 items (three quarters of the compute units). (g16_32x640's 256 x 4, where 256 x

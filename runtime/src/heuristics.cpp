@@ -47,6 +47,12 @@ constexpr std::int64_t kOnchipPartsClFwdMostChunkElements = 16384;
 // units (better()).
 constexpr double kOnchipPartsClBwdBytesPerCu = 60 << 10;
 constexpr int kOnchipPartsClBwdRunBytes = 32;
+// The channels-last onchip backward below this many groups a compute unit for any group one
+// workgroup holds; from it for groups of at most this many elements whose C/G channels span at
+// least this many bytes, 4-byte vectors and the fewest threads first (below; better()).
+constexpr double kOnchipClBwdFewGroupsPerCu = 2.0;
+constexpr std::int64_t kOnchipClBwdManyGroupsMostElements = 4096;
+constexpr int kOnchipClBwdManyGroupsRunBytes = 128;
 // The channels-last onchip forward's groups in parts: from this many elements, parts enough
 // that the workgroups cover half the compute units before the fewest parts (better()).
 constexpr std::int64_t kOnchipPartsSpreadFromElements = 16384;
@@ -473,7 +479,18 @@ RuleTables sm_90() {
       // r50_7x2048_n32 (1024 groups) stream 23.6 against onchip 26.2. Groups narrower than the
       // vector take a column of V channels a workgroup (bwd_onchip_columns): instance_norm_32x64,
       // C/G = 1, 7.7 / 7.5 us fp16 / bf16 against the looped family's 12.1 / 11.9 (the same run).
-      {Family::onchip, 2.0, 0, "channels-last: few groups that fit on chip", 32768, Rule::kChannelsLast},
+      {Family::onchip, kOnchipClBwdFewGroupsPerCu, 0, "channels-last: few groups that fit on chip", 32768,
+       Rule::kChannelsLast},
+      // ... and however many groups, small ones of wide runs, 16-bit: since the channel sums
+      // went to teams of lanes (H200, fp16 / bf16 SiLU, L2-cold, bench.py --best, 2026-12-03;
+      // bench/NOTES.md, "Channel sums in teams, channels-last") r50_7x2048_n32 (1024 groups of
+      // 3136, 128-byte runs) onchip 256 x 2 x 8 17.64 / 17.66 us against the stream family's
+      // 20.21 / 20.50 (it was 23.70 / 23.77); not r50_56x256_n32 (16-byte runs, 25088 elements:
+      // onchip 1.7x stream, kept results), and the runs between were not timed.
+      Rule{Family::onchip, kAny, 0, "channels-last, many small groups of wide runs: a workgroup a group",
+           kOnchipClBwdManyGroupsMostElements, Rule::kChannelsLast}
+          .runs_from(kOnchipClBwdManyGroupsRunBytes)
+          .only({DataType::f16, DataType::bf16}),
       // ... and past 32K elements, fewer groups than compute units whose C/G channels span 64
       // bytes or more, below 60 KB of x a compute unit: a thread-block cluster a group where
       // the device has them, the onchip backward in parts (bwd_onchip_parts_kernel,
@@ -917,14 +934,20 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
       return eight_a == (p.group_elements() >= kOnchipClFwdEightByteFromElements);
   }
   if (x.family == Family::onchip && p.op != Op::fwd && p.layout == Layout::channels_last && x.vector != y.vector &&
-      size_of(p.x_dtype) == 2 && p.group_elements() >= kOnchipClBwdFourByteFromElements) {
+      size_of(p.x_dtype) == 2 &&
+      (p.group_elements() >= kOnchipClBwdFourByteFromElements ||
+       double(p.num_groups()) >= kOnchipClBwdFewGroupsPerCu * cus)) {
     // the channels-last onchip backward of a large group of 16-bit values (it builds no 8-byte
     // instances; fp32 unmeasured): 4-byte vectors before 16-byte ones, as the forward's narrower
     // vectors win there (H100, fp16 / bf16, L2-cold, bench.py --best: sd15_16x1280, 10240
     // elements, 512 x 2 x 16 8.63 / 8.67 us against 512 x 8 x 4 9.16 / 9.18), not below
     // (sd15_8x2560, 5120: 8.33 / 8.25 against 8.26 / 8.22; sd15_8x1280, 2560, 256 x 2 x 8 6.91
     // / 6.90 against 256 x 8 x 2 6.47 / 6.55; det_13x21x256, 2184, 5.81 / 5.83 against 5.58 /
-    // 5.60). One shape above the threshold: the thinnest of these rules' evidence.
+    // 5.60). One shape above the threshold: the thinnest of these rules' evidence. And many
+    // groups of any size (the rule of many small groups of wide runs): r50_7x2048_n32 (1024 groups
+    // of 3136) 256 x 2 x 8 17.64 / 17.66 us against 256 x 8 x 2 19.90 / 20.00 (H200, SiLU,
+    // L2-cold, bench.py --best, 2026-12-03; ptxas: 80 registers, three workgroups a compute unit,
+    // against 98, two; bench/NOTES.md, "Channel sums in teams, channels-last").
     if ((x.vector == 2) != (y.vector == 2)) return x.vector == 2;
   }
   if (x.vector != y.vector) return x.vector > y.vector;
@@ -1079,6 +1102,13 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     // 4.52 us (fp16 / bf16) against 512 x 8 x 8 4.69 / 5.13; sd15_8x2560 4.51 / 4.54 against
     // 4.79 / 5.25; with 1280 (sd15_32x320) 512 x 8 x 8 5.75 / 6.42 against 256 x 8 x 8 5.99 /
     // 7.41 (bench.py --best, 2026-11-27).
+    // The channels-last backward of many groups (the rule of many small groups of wide runs)
+    // the fewest threads first, the most workgroups a compute unit: r50_7x2048_n32 (1024 groups)
+    // 256 x 2 x 8 17.64 / 17.66 us against 512 x 2 x 16 42.93 / 42.49 (H200, SiLU, L2-cold,
+    // bench.py --best, 2026-12-03; bench/NOTES.md, "Channel sums in teams, channels-last").
+    if (p.op != Op::fwd && p.layout == Layout::channels_last &&
+        double(p.num_groups()) >= kOnchipClBwdFewGroupsPerCu * cus)
+      return x.block < y.block;
     const std::int64_t vectors = p.group_elements() / x.vector;
     const std::int64_t each = p.layout == Layout::channels_first && p.op == Op::fwd ? 2 : 1;
     const bool fill_a = x.block * each <= vectors, fill_b = y.block * each <= vectors;
