@@ -245,8 +245,9 @@ __device__ __forceinline__ void store_warp_channel_sums(const Params& p, std::in
 }
 
 // A group's channel sums from partials staged in shared memory, each handed to store(c, s1, s2):
-// channel c has slots.count(c) partials, s1[slots.index(c, k)] and s2 the same. A wavefront a
-// channel where the workgroup's wavefronts take every channel at once; past that, teams of lanes
+// channel c's partials are s1[slots.at(c, k)] (s2 the same) for k in [slots.begin(c),
+// slots.end(c)). A wavefront a channel where the workgroup's wavefronts take every channel at
+// once; past that, teams of lanes
 // a channel, the largest power of two whose teams still take every channel at once (a lane a
 // channel, in rounds, past B channels), team q taking channel slots.channel(q) (an order the
 // caller picks so that a wavefront's teams read distinct banks), each lane adding its channel's
@@ -265,8 +266,8 @@ __device__ __forceinline__ void team_channel_sums(int channels, const Slots& slo
     const int lane = t % kWarpSize, c = t / kWarpSize;  // a wavefront's own channel: no order to pick
     if (c < channels) {
       float t1 = 0.f, t2 = 0.f;
-      for (int k = lane, n = slots.count(c); k < n; k += kWarpSize) {
-        const int u = slots.index(c, k);
+      for (int k = slots.begin(c) + lane, end = slots.end(c); k < end; k += kWarpSize) {
+        const int u = slots.at(c, k);
         t1 += s1[u], t2 += s2[u];
       }
       t1 = warp_sum(t1);
@@ -282,8 +283,8 @@ __device__ __forceinline__ void team_channel_sums(int channels, const Slots& slo
     const int q = round + (t >> shift), c = q < channels ? slots.channel(q) : 0;
     float t1 = 0.f, t2 = 0.f;
     if (q < channels)
-      for (int k = lane, n = slots.count(c); k < n; k += team) {
-        const int u = slots.index(c, k);
+      for (int k = slots.begin(c) + lane, end = slots.end(c); k < end; k += team) {
+        const int u = slots.at(c, k);
         t1 += s1[u], t2 += s2[u];
       }
 #pragma unroll
@@ -301,8 +302,9 @@ __device__ __forceinline__ void store_slot_channel_sums(const Params& p, std::in
   struct Span {
     First first;
     __device__ int channel(int q) const { return q; }
-    __device__ int count(int c) const { return first(c + 1) - first(c); }
-    __device__ int index(int c, int k) const { return first(c) + k; }
+    __device__ int begin(int c) const { return first(c); }
+    __device__ int end(int c) const { return first(c + 1); }
+    __device__ int at(int, int k) const { return k; }
   };
   team_channel_sums<B>(channels, Span{first}, s1, s2,
                        [&](int c, float t1, float t2) { store_channel_sums(p, sample, channel0 + c, t1, t2); });

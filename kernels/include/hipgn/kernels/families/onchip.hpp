@@ -979,8 +979,9 @@ __device__ __forceinline__ void bwd_onchip_rows(const Params& p, const GroupView
         const int i = int(by_columns.div31(std::uint32_t(q)));
         return (q - i * columns) * V + i;
       }
-      __device__ int count(int) const { return R; }
-      __device__ int index(int c, int r) const { return c % V * kRowsSlots + slot(r * columns + c / V); }
+      __device__ int begin(int) const { return 0; }
+      __device__ int end(int) const { return R; }
+      __device__ int at(int c, int r) const { return c % V * kRowsSlots + slot(r * columns + c / V); }
     };
     if (r0 < R) {
 #pragma unroll
