@@ -767,6 +767,10 @@ std::int64_t counted_rounds(const Instance& inst, const Problem& p, const Instan
   return double(last) <= kOnchipLastRoundUncountedShare * double(at_once) ? rounds - 1 : rounds;
 }
 
+// Whether the channels-last onchip backward's first rule leaves the problem's groups to the
+// rule of many small groups of wide runs (kOnchipClBwdFewGroupsPerCu).
+bool cl_bwd_many_groups(const Problem& p, int cus) { return double(p.num_groups()) >= kOnchipClBwdFewGroupsPerCu * cus; }
+
 // Within a rule's family, is a better than b for this problem? 16-byte accesses move the most
 // bytes per instruction: the widest vector that fits wins; then the family's chunk order
 // (codegen/families.py): onchip the tightest fit, the fewest idle threads; split the smallest
@@ -935,8 +939,7 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
   }
   if (x.family == Family::onchip && p.op != Op::fwd && p.layout == Layout::channels_last && x.vector != y.vector &&
       size_of(p.x_dtype) == 2 &&
-      (p.group_elements() >= kOnchipClBwdFourByteFromElements ||
-       double(p.num_groups()) >= kOnchipClBwdFewGroupsPerCu * cus)) {
+      (p.group_elements() >= kOnchipClBwdFourByteFromElements || cl_bwd_many_groups(p, cus))) {
     // the channels-last onchip backward of a large group of 16-bit values (it builds no 8-byte
     // instances; fp32 unmeasured): 4-byte vectors before 16-byte ones, as the forward's narrower
     // vectors win there (H100, fp16 / bf16, L2-cold, bench.py --best: sd15_16x1280, 10240
@@ -1106,9 +1109,7 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     // the fewest threads first, the most workgroups a compute unit: r50_7x2048_n32 (1024 groups)
     // 256 x 2 x 8 17.64 / 17.66 us against 512 x 2 x 16 42.93 / 42.49 (H200, SiLU, L2-cold,
     // bench.py --best, 2026-12-03; bench/NOTES.md, "Channel sums in teams, channels-last").
-    if (p.op != Op::fwd && p.layout == Layout::channels_last &&
-        double(p.num_groups()) >= kOnchipClBwdFewGroupsPerCu * cus)
-      return x.block < y.block;
+    if (p.op != Op::fwd && p.layout == Layout::channels_last && cl_bwd_many_groups(p, cus)) return x.block < y.block;
     const std::int64_t vectors = p.group_elements() / x.vector;
     const std::int64_t each = p.layout == Layout::channels_first && p.op == Op::fwd ? 2 : 1;
     const bool fill_a = x.block * each <= vectors, fill_b = y.block * each <= vectors;

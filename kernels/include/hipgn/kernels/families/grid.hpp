@@ -247,16 +247,16 @@ __device__ __forceinline__ void store_warp_channel_sums(const Params& p, std::in
 // A group's channel sums from partials staged in shared memory, each handed to store(c, s1, s2):
 // channel c's partials are s1[slots.at(c, k)] (s2 the same) for k in [slots.begin(c),
 // slots.end(c)). A wavefront a channel where the workgroup's wavefronts take every channel at
-// once; past that, teams of lanes
-// a channel, the largest power of two whose teams still take every channel at once (a lane a
-// channel, in rounds, past B channels), team q taking channel slots.channel(q) (an order the
-// caller picks so that a wavefront's teams read distinct banks), each lane adding its channel's
-// partials in slot order and then the team by shuffles, the team's first lane storing: the team
-// size is fixed by the problem, so the bits are the same every run. A wavefront a channel in
-// rounds put five shuffles on the chain of every channel, one channel after another:
-// r50_7x2048_n32's 64 channels of ~7 slots, 8 rounds, half of the channels-first onchip
-// backward's stall samples (bench/NOTES.md, "Channel sums in teams"); its channels-last
-// backward's 64 channels of 32 rows' partials the same ("Channel sums in teams, channels-last").
+// once; past that, teams of lanes a channel, the largest power of two whose teams still take
+// every channel at once (a lane a channel, in rounds, past B channels), team q taking channel
+// slots.channel(q) (an order the caller picks so that a wavefront's teams read distinct banks),
+// each lane adding its channel's partials in slot order and then the team by shuffles, the
+// team's first lane storing: the team size is fixed by the problem, so the bits are the same
+// every run. A wavefront a channel in rounds put five shuffles on the chain of every channel,
+// one channel after another: r50_7x2048_n32's 64 channels of ~7 slots, 8 rounds, half of the
+// channels-first onchip backward's stall samples (bench/NOTES.md, "Channel sums in teams"); its
+// channels-last backward's 64 channels of 32 rows' partials the same ("Channel sums in teams,
+// channels-last").
 template <int B, typename Slots, typename Store>
 __device__ __forceinline__ void team_channel_sums(int channels, const Slots& slots, const float* s1, const float* s2,
                                                   Store&& store) {
