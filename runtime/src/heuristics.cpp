@@ -1115,6 +1115,12 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     const bool fill_a = x.block * each <= vectors, fill_b = y.block * each <= vectors;
     if (fill_a != fill_b) return fill_a;
     if (!fill_a) return x.block < y.block;
+    // The channels-last backward of 16-bit values, since its channel sums went to teams of
+    // lanes: of the workgroups whose threads each get a vector, the fewest threads first
+    // (sd15_8x2560, 640 vectors of 8: 256 x 8 x 4 6.58 / 6.78 us against 512 x 8 x 4 7.12 / 7.26;
+    // H200, fp16 / bf16 SiLU, L2-cold, bench.py --best, 2026-12-03; bench/NOTES.md, "Channel sums
+    // in teams, channels-last"; before the teams, 512 x 8 led there: above).
+    if (p.op != Op::fwd && p.layout == Layout::channels_last && size_of(p.x_dtype) == 2) return x.block < y.block;
     const bool cap_a = x.block <= kOnchipMostThreads, cap_b = y.block <= kOnchipMostThreads;
     if (cap_a != cap_b) return cap_a;
     return cap_a ? x.block > y.block : x.block < y.block;
