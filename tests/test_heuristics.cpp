@@ -830,8 +830,10 @@ TEST(Heuristics, ChannelsLastBackwardOfFewWideGroupsTakesAClusterAGroup) {
   // the most below a group a quarter of the compute units (bench/NOTES.md, "The backward in
   // parts"): sd15_32x1920 and sd15_32x1280 512 x 2 x 32 in 2, g16_32x640 (32 groups) 512 x 2 x
   // 16 in 3; within onchip's first rule sd15_32x640 (20480 elements) 512 x 2 x 16 in 2 and
-  // sd15_16x1280 (10240) 512 x 2 x 16 whole; however few the groups, layer_norm_32x64 (2 of
-  // 65536) 512 x 2 x 16 in 4. Runs of 32 bytes too (bench/NOTES.md, "Runs of 32 bytes"):
+  // sd15_16x1280 (10240) 512 x 2 x 16 whole; but where both instances' workgroups fill less
+  // than half the compute units the more workgroups first, before the vectors: layer_norm_32x64
+  // (2 groups of 65536) 256 x 8 x 4 in 8 (16 workgroups against 512 x 2 x 16 in 4's 8; bench/
+  // NOTES.md, "Few workgroups in parts"). Runs of 32 bytes too (bench/NOTES.md, "Runs of 32 bytes"):
   // vae_64x512 512 x 2 x 32 in 2 where the device answers the rounds of clusters (it runs 512 x
   // 2 x 16 in 4 in two), else the most parts, 512 x 2 x 16 in 4. Not sd15_64x320 (20-byte
   // runs), nor det 25x42 C=2048 (65 KB). Within onchip's first rule, groups of runs narrower
@@ -848,7 +850,7 @@ TEST(Heuristics, ChannelsLastBackwardOfFewWideGroupsTakesAClusterAGroup) {
   expect_parts(Shape{2, 640, {32, 32}, 16}, cl, "gn_bwd_f16_f16_cl_swish_onchip_b512_v2_e16", 3, Op::bwd);
   expect_parts(Shape{2, 640, {32, 32}, 32}, cl, "gn_bwd_f16_f16_cl_swish_onchip_b512_v2_e16", 2, Op::bwd);
   expect_parts(Shape{2, 1280, {16, 16}, 32}, cl, "gn_bwd_f16_f16_cl_swish_onchip_b512_v2_e16", 1, Op::bwd);
-  expect_parts(Shape{2, 64, {32, 32}, 1}, cl, "gn_bwd_f16_f16_cl_swish_onchip_b512_v2_e16", 4, Op::bwd);
+  expect_parts(Shape{2, 64, {32, 32}, 1}, cl, "gn_bwd_f16_f16_cl_swish_onchip_b256_v8_e4", 8, Op::bwd);
   const Shape vae{1, 512, {64, 64}, 32};
   const bool rounds = answers_rounds("gn_bwd_f16_f16_cl_swish_onchip_b512_v2_e16", vae, cl, Op::bwd);
   expect_parts(vae, cl, rounds ? "gn_bwd_f16_f16_cl_swish_onchip_b512_v2_e32" : "gn_bwd_f16_f16_cl_swish_onchip_b512_v2_e16",

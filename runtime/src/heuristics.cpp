@@ -85,6 +85,9 @@ constexpr double kOnchipLastRoundUncountedShare = 1.0 / 16;
 // The channels-last onchip backward's 4-byte vectors before 16-byte ones from groups of this
 // many elements (better()).
 constexpr std::int64_t kOnchipClBwdFourByteFromElements = 8192;
+// ... but first, where two instances' workgroups in parts both fill less than this share of the
+// compute units, the more workgroups (better()).
+constexpr double kOnchipClBwdFewWorkgroupsCuShare = 0.5;
 // The split forward from groups of this many elements, channels-first (below).
 constexpr std::int64_t kSplitCfFwdGroupElements = 61440;
 // ... where from kStreamCfFwdBytesPerCu the onchip forward takes them first in parts of at most
@@ -936,6 +939,18 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     const bool eight_a = x.vector == 4, eight_b = y.vector == 4;
     if (sixteen_bit && !once_a && eight_a != eight_b)
       return eight_a == (p.group_elements() >= kOnchipClFwdEightByteFromElements);
+  }
+  if (in_parts && p.op != Op::fwd && p.layout == Layout::channels_last && size_of(p.x_dtype) == 2) {
+    // the channels-last onchip backward of groups so few that both instances' workgroups in parts
+    // fill less than half the compute units: the more workgroups first, before the vectors
+    // below, since each workgroup's loads are what bounds it there (layer_norm_32x64, 2 groups
+    // of 65536: 256 x 8 x 4 in 8 parts, 16 workgroups, 7.91 / 7.65 us against 512 x 2 x 16 in 4,
+    // 8, 8.66 / 8.71; H200, fp16 / bf16 SiLU, L2-cold, bench.py --best, 2026-12-03; where one
+    // fills half, the rules below: vae_64x512, 32 groups, 512 x 2 x 32 in 2 14.46 / 14.58
+    // against 256 x 8 x 4 in 8 16.86 / 16.21; bench/NOTES.md, "Few workgroups in parts")
+    const std::int64_t wa = a.onchip_clusters(p) * pa.parts, wb = b.onchip_clusters(p) * pb.parts;
+    const double few = kOnchipClBwdFewWorkgroupsCuShare * cus;
+    if (wa != wb && double(wa) < few && double(wb) < few) return wa > wb;
   }
   if (x.family == Family::onchip && p.op != Op::fwd && p.layout == Layout::channels_last && x.vector != y.vector &&
       size_of(p.x_dtype) == 2 &&
