@@ -86,7 +86,11 @@ constexpr double kOnchipLastRoundUncountedShare = 1.0 / 16;
 // many elements (better()).
 constexpr std::int64_t kOnchipClBwdFourByteFromElements = 8192;
 // ... but first, where two instances' workgroups in parts both fill less than this share of the
-// compute units, the more workgroups (better()).
+// compute units, the more workgroups (better()). The share from bench.py --shape probes of
+// 65536-element groups, 256 x 8 x 4 in 8 against 512 x 2 x 16 in 4 (H200, fp16 / bf16 SiLU,
+// L2-cold, 2026-12-03): 8 groups (64 workgroups against 32) 8.54 / 8.15 us against 9.02 / 9.05;
+// 16 groups (128 against 64, past half) level, 9.87 / 9.37 against 9.77 / 9.74 (bench/NOTES.md,
+// "Few workgroups in parts").
 constexpr double kOnchipClBwdFewWorkgroupsCuShare = 0.5;
 // The split forward from groups of this many elements, channels-first (below).
 constexpr std::int64_t kSplitCfFwdGroupElements = 61440;
