@@ -66,16 +66,18 @@ INSTANTIATE_TEST_SUITE_P(All, BwdInstance, ::testing::ValuesIn(instance_names(tr
 // shared memory only where a thread has kStreamRingFromRows rows of an item or more, which no
 // corpus shape gives (its items are short). One sample whose rows a workgroup reads two at a
 // time, of an odd spatial size sized from this device's workgroups, so that a thread has about
-// 1.25 x that many rows: the ring wraps several times, in phase 1 and in dx's reverse order.
+// `rows_a_thread` rows: at 1.25 x kStreamRingFromRows the ring wraps several times, in phase 1
+// and in dx's reverse order; just below it (the register loop) a thread holds its first rows
+// for dx in the shared memory left beside C = 2048's sums (~10 rows on an H200), fewer than it
+// has, so dx takes some from there and the rest from memory.
 class StreamRing : public ::testing::TestWithParam<std::string> {};
 
 std::vector<std::string> stream_backwards() {
   return instance_names(true, [](const InstanceSpec& s) { return s.family == Family::stream; });
 }
 
-TEST_P(StreamRing, LongItemsMatchReference) {
-  HIPGN_REQUIRE_GPU();
-  const Instance* inst = Registry::global().find(GetParam());
+void check_stream_items(const std::string& name, std::int64_t rows_a_thread) {
+  const Instance* inst = Registry::global().find(name);
   ASSERT_NE(inst, nullptr);
   const InstanceSpec& s = inst->spec();
   int device = 0, cus = 0;
@@ -85,13 +87,23 @@ TEST_P(StreamRing, LongItemsMatchReference) {
   const std::int64_t c = std::int64_t(s.block) * s.vector / 2, lanes = stream_cl_shape(c, s.vector, s.block).lanes;
   const std::int64_t workgroups = std::int64_t(cus) * (stream_threads_per_cu(true, s.per_thread) / s.block);
   // a part a workgroup (N = 1), rows / lanes a thread
-  const std::int64_t hw = kStreamRingFromRows * 5 / 4 * lanes * workgroups | 1;
+  const std::int64_t hw = rows_a_thread * lanes * workgroups | 1;
   Problem p = make_problem({1, c, {hw}, 32}, s.x_dtype, s.gamma_dtype, s.layout, s.act);
   p.op = s.op;
   ASSERT_TRUE(inst->supports(p)) << inst->name() << " on " << p.to_string();
   RunOptions o;
   o.misalign_affine = true;
   check_instance(*inst, p, o, true, inst->name() + " on " + p.to_string());
+}
+
+TEST_P(StreamRing, LongItemsMatchReference) {
+  HIPGN_REQUIRE_GPU();
+  check_stream_items(GetParam(), kStreamRingFromRows * 5 / 4);
+}
+
+TEST_P(StreamRing, ItemsHeldInPartMatchReference) {
+  HIPGN_REQUIRE_GPU();
+  check_stream_items(GetParam(), kStreamRingFromRows - 1);
 }
 
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(StreamRing);  // a build without the family

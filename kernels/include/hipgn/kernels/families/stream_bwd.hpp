@@ -20,9 +20,11 @@
 // Against the resident backward, which holds a slice of x and dy in registers and exchanges
 // (A, B) with its sample's other workgroups item by item, the loops here only load, add and
 // store, and the wait is the barrier. x and dy are read twice, the second time from L2
-// where the tensors (or their last part) fit there.
+// where the tensors (or their last part) fit there; with short items (no ring), a workgroup's
+// last item's rows, as many as its shared memory holds, are kept there from phase 1 for dx.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "hipgn/kernels/families/stream_fwd.hpp"
@@ -73,6 +75,14 @@ __device__ __forceinline__ void column_sums(const float2* m, std::int64_t stride
   __syncthreads();
 }
 
+// Where this thread's row m, column vector j of x (or of dy) sits in shared memory: the ring's
+// slot m (each_row) or the held row m (a workgroup's last item of phase 1, its first of dx). A
+// wavefront's 16-byte accesses are 512 contiguous bytes: no bank conflicts.
+template <typename Traits>
+__device__ __forceinline__ int held_slot(int m, int j, bool dy) {
+  return ((2 * m + (dy ? 1 : 0)) * Traits::kPerThread + j) * Traits::kBlockSize + int(threadIdx.x);
+}
+
 // U rows of this thread's x and dy (of an item's `mine`, from row k0 in each_row's order: kReverse,
 // last first), held as loaded, in 32-bit words (Bits: a Vec of bf16 taken apart right after its
 // load kept one load in flight, bench/NOTES.md, "bf16's stream loads one at a time").
@@ -84,7 +94,10 @@ struct RowBatch {
   Raw x[U][E], dy[U][E];
 
   __device__ __forceinline__ static int row(int mine, int k) { return kReverse ? mine - 1 - k : k; }
-  __device__ __forceinline__ void load(const StreamGeometry<Traits>& sg, const VecT* xs, const VecT* dys, int mine, int k0) {
+  // rows below `keep` from `held` (held_slot's layout: phase 1 kept them there), the rest from
+  // xs and dys
+  __device__ __forceinline__ void load(const StreamGeometry<Traits>& sg, const VecT* xs, const VecT* dys, int mine, int k0,
+                                       const Raw* held = nullptr, int keep = 0) {
     const Raw* xw = reinterpret_cast<const Raw*>(xs);
     const Raw* dyw = reinterpret_cast<const Raw*>(dys);
 #pragma unroll
@@ -92,9 +105,15 @@ struct RowBatch {
 #pragma unroll
       for (int j = 0; j < E; ++j)
         if (sg.cols[j] >= 0 && k0 + u < mine) {
-          const std::int64_t at = std::int64_t(row(mine, k0 + u)) * sg.lane_stride + sg.cols[j];
-          x[u][j] = xw[at];
-          dy[u][j] = dyw[at];
+          const int r = row(mine, k0 + u);
+          if (r < keep) {
+            x[u][j] = held[held_slot<Traits>(r, j, false)];
+            dy[u][j] = held[held_slot<Traits>(r, j, true)];
+          } else {
+            const std::int64_t at = std::int64_t(r) * sg.lane_stride + sg.cols[j];
+            x[u][j] = xw[at];
+            dy[u][j] = dyw[at];
+          }
         }
   }
 };
@@ -105,7 +124,8 @@ struct RowBatch {
 template <typename Traits, bool kReverse, typename F>
 __device__ __forceinline__ void each_row_from(const StreamGeometry<Traits>& sg, const Vec<typename Traits::XType, Traits::kVectorSize>* xs,
                                               const Vec<typename Traits::XType, Traits::kVectorSize>* dys, int mine,
-                                              RowBatch<Traits, kReverse>& b, F f) {
+                                              RowBatch<Traits, kReverse>& b, const Bits<Vec<typename Traits::XType, Traits::kVectorSize>>* held,
+                                              int keep, F f) {
   constexpr int E = Traits::kPerThread, U = kStreamUnroll;
 #pragma unroll 1
   for (int k0 = 0; k0 < mine; k0 += U) {
@@ -115,7 +135,7 @@ __device__ __forceinline__ void each_row_from(const StreamGeometry<Traits>& sg, 
       for (int j = 0; j < E; ++j)
         if (sg.cols[j] >= 0 && k0 + u < mine)
           f(b.row(mine, k0 + u), j, from_bits(b.x[u][j]), from_bits(b.dy[u][j]));
-    b.load(sg, xs, dys, mine, k0 + U);  // past mine: nothing
+    b.load(sg, xs, dys, mine, k0 + U, held, keep);  // past mine: nothing
   }
 }
 
@@ -125,29 +145,28 @@ __device__ __forceinline__ void each_row_from(const StreamGeometry<Traits>& sg, 
 // launcher gave the workgroup a ring (depth = p.hold_vectors > 0), `depth` rows a thread are in
 // flight at once through shared memory; else U rows at a time through registers. With U = 2 a
 // thread has 64 bytes in flight, a compute unit ~32 KB at 512 threads, and a long item's rows
-// come in round trips (bench/NOTES.md, "Rows in flight through shared memory").
-template <typename Traits, bool kReverse, typename F>
+// come in round trips (bench/NOTES.md, "Rows in flight through shared memory"). kHold (the
+// register loop only): rows below `depth` are also kept, as loaded, at held_slot in `ring`, for
+// dx to take from there.
+template <typename Traits, bool kReverse, bool kHold = false, typename F>
 __device__ __forceinline__ void each_row(const StreamGeometry<Traits>& sg, const Vec<typename Traits::XType, Traits::kVectorSize>* xs,
                                          const Vec<typename Traits::XType, Traits::kVectorSize>* dys, int mine,
                                          [[maybe_unused]] Bits<Vec<typename Traits::XType, Traits::kVectorSize>>* ring,
                                          [[maybe_unused]] int depth, F f) {
 #if defined(HIPGN_ASYNC_COPY)
-  if (depth > 0) {
-    constexpr int B = Traits::kBlockSize, E = Traits::kPerThread;
+  if (!kHold && depth > 0) {
+    constexpr int E = Traits::kPerThread;
     using VecT = Vec<typename Traits::XType, Traits::kVectorSize>;
     const int(&cols)[E] = sg.cols;
     auto row = [&](int k) { return kReverse ? mine - 1 - k : k; };
-    // slot s of this thread: x's vector j at ring[(2 s E + j) B + t], dy's E B further (a
-    // wavefront's 16-byte accesses are 512 contiguous bytes: no bank conflicts)
-    const int t = threadIdx.x;
     auto issue = [&](int k, int s) {  // row k's copies into slot s, one group (empty past mine)
       if (k < mine) {
         const std::int64_t at = std::int64_t(row(k)) * sg.lane_stride;
 #pragma unroll
         for (int j = 0; j < E; ++j)
           if (cols[j] >= 0) {
-            async_copy::copy<sizeof(VecT)>(ring + (2 * s * E + j) * B + t, xs + at + cols[j]);
-            async_copy::copy<sizeof(VecT)>(ring + ((2 * s + 1) * E + j) * B + t, dys + at + cols[j]);
+            async_copy::copy<sizeof(VecT)>(ring + held_slot<Traits>(s, j, false), xs + at + cols[j]);
+            async_copy::copy<sizeof(VecT)>(ring + held_slot<Traits>(s, j, true), dys + at + cols[j]);
           }
       }
       async_copy::commit();
@@ -159,7 +178,7 @@ __device__ __forceinline__ void each_row(const StreamGeometry<Traits>& sg, const
 #pragma unroll
       for (int j = 0; j < E; ++j)
         if (cols[j] >= 0)
-          f(row(k), j, from_bits(ring[(2 * s * E + j) * B + t]), from_bits(ring[((2 * s + 1) * E + j) * B + t]));
+          f(row(k), j, from_bits(ring[held_slot<Traits>(s, j, false)]), from_bits(ring[held_slot<Traits>(s, j, true)]));
       issue(k + depth, s);  // after the slot was read: its next row
       s = s + 1 == depth ? 0 : s + 1;
     }
@@ -190,6 +209,16 @@ __device__ __forceinline__ void each_row(const StreamGeometry<Traits>& sg, const
           rx[u][j] = xw[at];
           rdy[u][j] = dyw[at];
         }
+    if constexpr (kHold) {
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int j = 0; j < E; ++j)
+          if (cols[j] >= 0 && k0 + u < mine && row(k0 + u) < depth) {
+            ring[held_slot<Traits>(row(k0 + u), j, false)] = rx[u][j];
+            ring[held_slot<Traits>(row(k0 + u), j, true)] = rdy[u][j];
+          }
+    }
 #pragma unroll
     for (int u = 0; u < U; ++u)
 #pragma unroll
@@ -229,7 +258,10 @@ __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeome
     // compiled differently)
     auto first_row = [&] { return base + std::int64_t(r0 + lane) * sg.row_vectors; };
     [[maybe_unused]] RowBatch<Traits, true> batch;  // the register loop's first rows
-    if constexpr (kRegisterLoop) batch.load(sg, x + first_row(), dy + first_row(), sg.mine(rows), 0);
+    // the register loop's first item here was phase 1's last: its rows below p.hold_vectors come
+    // from shared memory, where phase 1 kept them
+    [[maybe_unused]] const int keep = kRegisterLoop && item == last_item ? p.hold_vectors : 0;
+    if constexpr (kRegisterLoop) batch.load(sg, x + first_row(), dy + first_row(), sg.mine(rows), 0, ring, keep);
     // the sample's A/M, B/M per group (into `weighted`, free since phase 1): its items' group sums
     // added, kWarpSize groups at a time (`red`, free since phase 1, their scratch)
     const float2* sums = group_parts + std::int64_t(n) * sg.parts * groups;
@@ -261,17 +293,19 @@ __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeome
       dxs[m * sg.lane_stride + cols[j]] = narrow<T, V>(d);
     };
     if constexpr (kRegisterLoop)
-      each_row_from<Traits, true>(sg, x + first, dy + first, sg.mine(rows), batch, store_dx);
+      each_row_from<Traits, true>(sg, x + first, dy + first, sg.mine(rows), batch, ring, keep, store_dx);
     else
       each_row<Traits, true>(sg, x + first, dy + first, sg.mine(rows), ring, depth, store_dx);
     phases.lap(4);
   }
 }
 
-// kRegisterLoop: the launcher gave no ring (p.hold_vectors == 0: short items, each_row's loop
-// through registers), and phase 1's last item's channels are held for phase 2's first. A kernel of
-// its own, since the same reuse in the ring's kernel, even gated at run time, cost its long items
-// 1-5% (8 more registers; bench/NOTES.md, "The stream backward's phase-2 setup").
+// kRegisterLoop: the launcher gave no ring (short items, each_row's loop through registers), and
+// phase 1's last item's channels are held for phase 2's first, and its first p.hold_vectors rows
+// a thread (x and dy as loaded, in the ring's place in shared memory), so dx reads them from
+// there, not from the L2. A kernel of its own, since the same reuse in the ring's kernel, even
+// gated at run time, cost its long items 1-5% (8 more registers; bench/NOTES.md, "The stream
+// backward's phase-2 setup").
 template <typename Traits, bool kRegisterLoop>
 __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) bwd_stream_cl_kernel(Params p) {
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
@@ -287,7 +321,8 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
   // shared memory (stream_cl_smem_floats, backward): [2][lanes][C] S1 and S2 of the lanes,
   // [2][C] gamma and beta, [2][C] an item's gamma S1 and gamma S2
   // (red, 2 lanes C floats, is at least 2 B, column_sums' scratch: lanes C >= B V / 2); then
-  // the ring of rows in flight, [hold_vectors][2][E][B] vectors (each_row)
+  // the ring of rows in flight, [hold_vectors][2][E][B] vectors (each_row), or in the register
+  // loop's kernel the rows held for dx, as many
   static_assert(V >= 2, "column_sums' scratch in red");
   float* red = reinterpret_cast<float*>(dynamic_smem);
   float* affine = red + 2 * lanes * c;
@@ -328,7 +363,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
   // bench/phase_times.sh: phase 1's loads | its reductions | barrier | phase 2's per-item constants |
   // its rows | dgamma, dbeta (before phase 2)
   PhaseClock<6> phases;
-  const int depth = kRegisterLoop ? 0 : p.hold_vectors;
+  const int depth = kRegisterLoop ? 0 : p.hold_vectors;  // the ring's
 
   // Phase 1: per-channel sums of each item.
   BwdChannel k[E][V];
@@ -344,7 +379,9 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
       for (int i = 0; i < V; ++i) s1[j][i] = 0.f, s2[j][i] = 0.f;
     }
     const std::int64_t first = base + std::int64_t(r0 + lane) * sg.row_vectors;
-    each_row<Traits, false>(sg, x + first, dy + first, sg.mine(rows), ring, depth,
+    // the workgroup's last item here is its first in dx: the register loop keeps its first rows
+    const int held = kRegisterLoop && item + int(gridDim.x) >= sg.items ? p.hold_vectors : 0;
+    each_row<Traits, false, kRegisterLoop>(sg, x + first, dy + first, sg.mine(rows), ring, kRegisterLoop ? held : depth,
                             [&](int, int j, const VecT& rx, const VecT& rdy) {
                               float d[V], g[V];
                               vector_terms<kAct>(rx, rdy, k[j], p.swish_beta, d, g);
@@ -404,12 +441,15 @@ struct StreamBwdLauncher {
     std::int64_t room = 0;
     if (const hipError_t e = stream_hold_bytes(kStreamMinBlocks<Traits>, base, &room); e != hipSuccess) return e;
     // a ring of as many rows a thread as there is room for, up to kStreamRingMost, where a
-    // thread's rows of an item are that many (stream_ring_depth)
+    // thread's rows of an item are that many (stream_ring_depth); without one, as many of a
+    // thread's rows of its last item as there is room for are held for dx
     const std::int64_t row_bytes =
         2 * std::int64_t(Traits::kBlockSize) * Traits::kPerThread * std::int64_t(sizeof(Vec<typename Traits::XType, Traits::kVectorSize>));
+    const std::int64_t rows = (p.part_rows + shape.lanes - 1) / shape.lanes, fits = room / row_bytes;
+    const std::int64_t depth = stream_ring_depth(rows, fits);
     Params q = p;
-    q.hold_vectors = std::int32_t(stream_ring_depth((p.part_rows + shape.lanes - 1) / shape.lanes, room / row_bytes));
-    return launch_persistent(q.hold_vectors == 0 ? &bwd_stream_cl_kernel<Traits, true> : &bwd_stream_cl_kernel<Traits, false>,
+    q.hold_vectors = std::int32_t(depth > 0 ? depth : std::min(rows, fits));
+    return launch_persistent(depth == 0 ? &bwd_stream_cl_kernel<Traits, true> : &bwd_stream_cl_kernel<Traits, false>,
                              q, Traits::kBlockSize,
                              std::size_t(base + q.hold_vectors * row_bytes), true, kStreamCounterWords, stream, true);
   }
