@@ -6,12 +6,13 @@ output is fused into it (fuse_silu), the others not, with eager's results. Exits
 skipped), saying why, where PyTorch or a GPU is missing."""
 
 import copy
+import os
 import re
 import subprocess
 import sys
 import unittest
 
-from _common import channels_last, fresh, rel_err, torch
+from _common import REPO, channels_last, fresh, rel_err, torch
 
 import hipgn.torch as hgn
 from torch import nn
@@ -133,7 +134,12 @@ class Compile(unittest.TestCase):
     def test_import_leaves_inductor_unloaded(self):
         # the pass is set at the first trace: importing inductor at `import hipgn.torch` took 5-6 s
         probe = "import sys, hipgn.torch; print('torch._inductor.config' in sys.modules)"
-        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+        # the child finds this tree's package as _common put it on this process's path: under
+        # plain ctest no PYTHONPATH names it (scripts/gpu_torch_check.sh sets one)
+        path = os.pathsep.join(p for p in (os.path.join(REPO, "python"), os.environ.get("PYTHONPATH")) if p)
+        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                             env=dict(os.environ, PYTHONPATH=path))
+        self.assertEqual(out.returncode, 0, out.stderr)
         self.assertEqual(out.stdout.strip(), "False", out.stderr)
 
     def test_fused_equals_eager(self):
