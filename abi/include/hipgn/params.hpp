@@ -236,7 +236,8 @@ struct Params {
   // workgroup keeps in shared memory; affine_rows the rows of its gamma/beta table. The
   // channels-last stream forward (stream_fwd.hpp): hold_vectors, set by its launcher, the rows
   // a thread keeps in shared memory of its workgroup's last item; the backward (stream_bwd.hpp):
-  // the rows a thread has in flight in its ring in shared memory (0: through registers).
+  // in the ring's kernel the rows a thread has in flight in its ring in shared memory, in the
+  // register loop's kernel (short items) the rows of its last item it keeps there for dx.
   std::int32_t affine_rows;
   // The channels-first stream forward in waves (set by its launcher, never by the runtime): the
   // groups taken wave_groups whole groups at a time, each wave cut into shares that workgroups
