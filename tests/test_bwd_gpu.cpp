@@ -67,9 +67,9 @@ INSTANTIATE_TEST_SUITE_P(All, BwdInstance, ::testing::ValuesIn(instance_names(tr
 // corpus shape gives (its items are short). One sample whose rows a workgroup reads two at a
 // time, of an odd spatial size sized from this device's workgroups, so that a thread has about
 // `rows_a_thread` rows: at 1.25 x kStreamRingFromRows the ring wraps several times, in phase 1
-// and in dx's reverse order; just below it (the register loop) a thread holds its first rows
-// for dx in the shared memory left beside C = 2048's sums (~10 rows on an H200), fewer than it
-// has, so dx takes some from there and the rest from memory.
+// and in dx's reverse order; just below it (the register loop) a thread of an op that writes
+// dx holds its first rows for dx in the shared memory left beside C = 2048's sums (~10 rows on
+// an H200), fewer than it has, so dx takes some from there and the rest from memory.
 class StreamRing : public ::testing::TestWithParam<std::string> {};
 
 std::vector<std::string> stream_backwards() {

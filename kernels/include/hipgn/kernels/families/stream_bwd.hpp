@@ -97,7 +97,7 @@ struct RowBatch {
   // rows below `keep` from `held` (held_slot's layout: phase 1 kept them there), the rest from
   // xs and dys
   __device__ __forceinline__ void load(const StreamGeometry<Traits>& sg, const VecT* xs, const VecT* dys, int mine, int k0,
-                                       const Raw* held = nullptr, int keep = 0) {
+                                       const Raw* held, int keep) {
     const Raw* xw = reinterpret_cast<const Raw*>(xs);
     const Raw* dyw = reinterpret_cast<const Raw*>(dys);
 #pragma unroll
@@ -442,13 +442,14 @@ struct StreamBwdLauncher {
     if (const hipError_t e = stream_hold_bytes(kStreamMinBlocks<Traits>, base, &room); e != hipSuccess) return e;
     // a ring of as many rows a thread as there is room for, up to kStreamRingMost, where a
     // thread's rows of an item are that many (stream_ring_depth); without one, as many of a
-    // thread's rows of its last item as there is room for are held for dx
+    // thread's rows of its last item as there is room for are held for dx (none for dgb, which
+    // writes no dx)
     const std::int64_t row_bytes =
         2 * std::int64_t(Traits::kBlockSize) * Traits::kPerThread * std::int64_t(sizeof(Vec<typename Traits::XType, Traits::kVectorSize>));
     const std::int64_t rows = (p.part_rows + shape.lanes - 1) / shape.lanes, fits = room / row_bytes;
     const std::int64_t depth = stream_ring_depth(rows, fits);
     Params q = p;
-    q.hold_vectors = std::int32_t(depth > 0 ? depth : std::min(rows, fits));
+    q.hold_vectors = std::int32_t(depth > 0 ? depth : kWritesDx<Traits> ? std::min(rows, fits) : 0);
     return launch_persistent(depth == 0 ? &bwd_stream_cl_kernel<Traits, true> : &bwd_stream_cl_kernel<Traits, false>,
                              q, Traits::kBlockSize,
                              std::size_t(base + q.hold_vectors * row_bytes), true, kStreamCounterWords, stream, true);
