@@ -41,7 +41,8 @@ names = {
     "fwd_resident_cf": ["loads", "block stats", "exchange", "scale, shift", "stores issued", "end barrier", "start"],
     "fwd_resident_cl": ["loads", "thread stats", "to groups (sets, groups)", "exchange", "scale, shift", "stores issued", "start", "to groups (lanes)"],
     "fwd_onchip_cl": ["loads", "mean", "squares", "parts' exchange", "stores issued"],
-    "bwd_stream_cl": ["phase 1 loads", "phase 1 reductions", "barrier", "phase 2 setup", "phase 2 rows", "dgamma, dbeta"],
+    "bwd_stream_cl": ["phase 1 loads", "phase 1 reductions", "barrier", "phase 2 constants", "phase 2 rows", "dgamma, dbeta",
+                      "phase 2 channels", "phase 2 group sums"],
     "bwd_onchip_cl": ["loads", "thread sums", "channel sums", "block sum", "parts' exchange", "dx stores issued"],
 }
 lines = [l for l in open(sys.argv[1]) if l.startswith("phase_times ")]

@@ -262,12 +262,14 @@ __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeome
     // from shared memory, where phase 1 kept them
     [[maybe_unused]] const int keep = kRegisterLoop && item == last_item ? p.hold_vectors : 0;
     if constexpr (kRegisterLoop) batch.load(sg, x + first_row(), dy + first_row(), sg.mine(rows), 0, ring, keep);
+    phases.lap(6);
     // the sample's A/M, B/M per group (into `weighted`, free since phase 1): its items' group sums
     // added, kWarpSize groups at a time (`red`, free since phase 1, their scratch)
     const float2* sums = group_parts + std::int64_t(n) * sg.parts * groups;
     for (int g0 = 0; g0 < groups; g0 += kWarpSize)
       column_sums<B>(sums + g0, groups, sg.parts, groups - g0 < kWarpSize ? groups - g0 : kWarpSize, red,
                      [&](int j, float a, float b) { weighted[g0 + j] = a * inv_m, weighted[groups + g0 + j] = b * inv_m; });
+    phases.lap(7);
     float dslope[E][V], dconst[E][V];  // dx = slope dy' + dslope (x - mean) + dconst
 #pragma unroll
     for (int j = 0; j < E; ++j) {
@@ -360,9 +362,9 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     }
   };
 
-  // bench/phase_times.sh: phase 1's loads | its reductions | barrier | phase 2's per-item constants |
-  // its rows | dgamma, dbeta (before phase 2)
-  PhaseClock<6> phases;
+  // bench/phase_times.sh: phase 1's loads | its reductions | barrier | phase 2's per-element constants |
+  // its rows | dgamma, dbeta (before phase 2) | phase 2's channels and first rows issued | its group sums
+  PhaseClock<8> phases;
   const int depth = kRegisterLoop ? 0 : p.hold_vectors;  // the ring's
 
   // Phase 1: per-channel sums of each item.
