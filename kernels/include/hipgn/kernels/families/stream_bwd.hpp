@@ -276,7 +276,7 @@ __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeome
 #pragma unroll
       for (int i = 0; i < V; ++i) {
         if (cols[j] >= 0) {
-          const int g = int(p.cpg_div.div(std::uint32_t(cols[j] * V + i)));
+          const int g = int(p.cpg_div.div31(std::uint32_t(cols[j] * V + i)));
           dslope[j][i] = -k[j][i].rstd * k[j][i].rstd * weighted[groups + g];
           dconst[j][i] = -k[j][i].rstd * weighted[g];
         } else {
@@ -356,7 +356,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     load_vec<V>(affine + c + cols[j] * V, bt);
 #pragma unroll
     for (int i = 0; i < V; ++i) {
-      const int gi = n * groups + int(p.cpg_div.div(std::uint32_t(cols[j] * V + i)));
+      const int gi = n * groups + int(p.cpg_div.div31(std::uint32_t(cols[j] * V + i)));
       const float mean = p.mean[gi], rstd = p.rstd[gi];
       kj[i] = BwdChannel{mean, rstd, gm[i] * rstd, bt[i]};
     }

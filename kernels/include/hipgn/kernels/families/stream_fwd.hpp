@@ -84,9 +84,12 @@ struct StreamGeometry {
       cols[j] = active && j < shape.cols && tc + j * per_row < row_vectors ? tc + j * per_row : -1;
     lane_stride = std::int64_t(lanes) * row_vectors;
   }
-  // item -> its sample, the sample's first vector, the item's first row and row count
+  // item -> its sample, the sample's first vector, the item's first row and row count. div31
+  // here and wherever these kernels divide an int index (an item, a group, a channel): div()'s
+  // 64-bit fallback, dead for such dividends, was inlined at every call (~30 in the backward at
+  // V = 8, a fifth to a third of its SASS; bench/NOTES.md, "div()'s fallback left out")
   __device__ __forceinline__ int locate(const Params& p, int item, std::int64_t& base, int& r0, int& rows) const {
-    const int n = int(p.slices_div.div(std::uint32_t(item)));
+    const int n = int(p.slices_div.div31(std::uint32_t(item)));
     r0 = (item - n * parts) * part_rows;
     rows = hw - r0 < part_rows ? hw - r0 : part_rows;
     base = std::int64_t(n) * hw * row_vectors;
@@ -276,7 +279,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
   auto pair_of = [&](const float2* w, int q) { return load_shared_partial(w + std::int64_t(q) * groups); };
   auto count_of = [&](int q) { return float(sg.part_rows_of(q)) * float(cpg); };
   auto partials_of = [&](int gi) {
-    const int n = int(p.groups_div.div(std::uint32_t(gi)));
+    const int n = int(p.groups_div.div31(std::uint32_t(gi)));
     return reinterpret_cast<const float2*>(p.partials) + std::int64_t(n) * parts * groups + (gi - n * groups);
   };
   if (p.num_groups <= int(gridDim.x)) {
@@ -354,10 +357,10 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     // reads its group's statistics with plain loads (cached: the barrier's acquire emptied
     // this unit's L1, and nothing writes them any more), where every thread reading its own
     // channels' through L2 made a few lines the target of every workgroup's loads
-    const int gbase = int(p.slices_div.div(std::uint32_t(item))) * groups;
+    const int gbase = int(p.slices_div.div31(std::uint32_t(item))) * groups;
     __syncthreads();  // the previous item's scale and shift were read
     for (int ch = t; ch < c; ch += B) {
-      const int gi = gbase + int(p.cpg_div.div(std::uint32_t(ch)));
+      const int gi = gbase + int(p.cpg_div.div31(std::uint32_t(ch)));
       const float mean = p.group_stats[2 * gi], rstd = p.group_stats[2 * gi + 1];
       const float scale = affine[ch] * rstd;
       red[ch] = scale;
