@@ -7,7 +7,8 @@ import sys
 
 sys.stdout.reconfigure(line_buffering=True)  # what printed before a crash still shows
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO, "python"))  # the package as it is in this tree
+PACKAGE_DIR = os.path.join(REPO, "python")  # the package as it is in this tree
+sys.path.insert(0, PACKAGE_DIR)
 
 SKIP = 77  # ctest's SKIP_RETURN_CODE for these tests
 

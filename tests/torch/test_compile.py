@@ -12,7 +12,7 @@ import subprocess
 import sys
 import unittest
 
-from _common import REPO, channels_last, fresh, rel_err, torch
+from _common import PACKAGE_DIR, channels_last, fresh, rel_err, torch
 
 import hipgn.torch as hgn
 from torch import nn
@@ -136,7 +136,7 @@ class Compile(unittest.TestCase):
         probe = "import sys, hipgn.torch; print('torch._inductor.config' in sys.modules)"
         # the child finds this tree's package as _common put it on this process's path: under
         # plain ctest no PYTHONPATH names it (scripts/gpu_torch_check.sh sets one)
-        path = os.pathsep.join(p for p in (os.path.join(REPO, "python"), os.environ.get("PYTHONPATH")) if p)
+        path = os.pathsep.join(p for p in (PACKAGE_DIR, os.environ.get("PYTHONPATH")) if p)
         out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                              env=dict(os.environ, PYTHONPATH=path))
         self.assertEqual(out.returncode, 0, out.stderr)
