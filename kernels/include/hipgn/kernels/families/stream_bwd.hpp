@@ -245,13 +245,12 @@ __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeome
   const VecT* dy = static_cast<const VecT*>(p.dy);
   const float2* group_parts = reinterpret_cast<const float2*>(p.group_stats);  // [items][G]
   const float inv_m = 1.f / (float(sg.cpg) * float(sg.hw));
-  const int first_item = int(blockIdx.x), step = int(gridDim.x);
-  const int last_item = first_item + (sg.items - 1 - first_item) / step * step;
-  for (int item = last_item; item >= 0; item -= step) {
+  const int step = int(gridDim.x);
+  for (int item = sg.workgroup_last_item(); item >= 0; item -= step) {
     std::int64_t base;
     int r0, rows;
     const int n = sg.locate(p, item, base, r0, rows);
-    if (!kRegisterLoop || item != last_item)
+    if (!kRegisterLoop || !sg.last_of_workgroup(item))
 #pragma unroll
       for (int j = 0; j < E; ++j) channels(n, j, k[j]);  // first: its loads fly beside the group sums' loads
     // this thread's first row of the item (computed where it is used: earlier, the ring's kernel
@@ -260,7 +259,7 @@ __device__ __forceinline__ void stream_bwd_dx(const Params& p, const StreamGeome
     [[maybe_unused]] RowBatch<Traits, true> batch;  // the register loop's first rows
     // the register loop's first item here was phase 1's last: its rows below p.hold_vectors come
     // from shared memory, where phase 1 kept them
-    [[maybe_unused]] const int keep = kRegisterLoop && item == last_item ? p.hold_vectors : 0;
+    [[maybe_unused]] const int keep = kRegisterLoop && sg.last_of_workgroup(item) ? p.hold_vectors : 0;
     if constexpr (kRegisterLoop) batch.load(sg, x + first_row(), dy + first_row(), sg.mine(rows), 0, ring, keep);
     phases.lap(6);
     // the sample's A/M, B/M per group (into `weighted`, free since phase 1): its items' group sums
@@ -382,7 +381,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     }
     const std::int64_t first = base + std::int64_t(r0 + lane) * sg.row_vectors;
     // the workgroup's last item here is its first in dx: the register loop keeps its first rows
-    const int held = kRegisterLoop && item + int(gridDim.x) >= sg.items ? p.hold_vectors : 0;
+    const int held = kRegisterLoop && sg.last_of_workgroup(item) ? p.hold_vectors : 0;
     each_row<Traits, false, kRegisterLoop>(sg, x + first, dy + first, sg.mine(rows), ring, kRegisterLoop ? held : depth,
                             [&](int, int j, const VecT& rx, const VecT& rdy) {
                               float d[V], g[V];

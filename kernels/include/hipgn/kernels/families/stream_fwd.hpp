@@ -95,6 +95,15 @@ struct StreamGeometry {
     base = std::int64_t(n) * hw * row_vectors;
     return n;
   }
+  // A workgroup takes items blockIdx.x, + gridDim.x, ... in phase 1 and walks them back after
+  // the barrier: its last item of phase 1 is its first after, whose first rows phase 1 may keep
+  // on chip for it (hold_vectors). The one test of that item, both phases ...
+  __device__ __forceinline__ bool last_of_workgroup(int item) const { return item + int(gridDim.x) >= items; }
+  // ... and where the walk back starts
+  __device__ __forceinline__ int workgroup_last_item() const {
+    const int first = int(blockIdx.x), step = int(gridDim.x);
+    return first + (items - 1 - first) / step * step;
+  }
   // this thread's rows of an item: r0 + lane + m * lanes, m < mine
   __device__ __forceinline__ int mine(int rows) const {
     return active && rows > lane ? (rows - lane + lanes - 1) / lanes : 0;
@@ -184,7 +193,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     }
     const int mine = mine_of(rows);
     // the workgroup's last item here is its first in phase 3: its first rows stay on chip
-    const int keep = item + int(gridDim.x) >= items ? hold : 0;
+    const int keep = sg.last_of_workgroup(item) ? hold : 0;
     const Raw* src = reinterpret_cast<const Raw*>(xs + std::int64_t(r0 + lane) * row_vectors);
     // U rows a step and no more: ptxas would unroll the loop further and spill
 #pragma unroll 1
@@ -333,8 +342,8 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
   // "Eviction hints"; re-timed beside the copy, level in % of copy: "The heuristic after the
   // eviction hints")
   const L2Policy spent = l2_evict_first();
-  const int first = int(blockIdx.x), step = int(gridDim.x);
-  for (int item = first + (items - 1 - first) / step * step; item >= 0; item -= step) {
+  const int step = int(gridDim.x);
+  for (int item = sg.workgroup_last_item(); item >= 0; item -= step) {
     std::int64_t base;
     int r0, rows;
     locate(item, base, r0, rows);
@@ -343,7 +352,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kStreamMinBlocks<Traits>) 
     const Raw* src = reinterpret_cast<const Raw*>(x) + first_vector;
     VecT* dst = reinterpret_cast<VecT*>(y) + first_vector;
     // rows m, m - 1, ... m - U + 1 of this thread (those >= 0), the held ones from shared memory
-    const int keep = item + step >= items ? hold : 0;
+    const int keep = sg.last_of_workgroup(item) ? hold : 0;
     auto load_rows = [&](Raw (&raw)[U][E], int m) {
 #pragma unroll
       for (int u = 0; u < U; ++u)
