@@ -5,6 +5,8 @@
 
 #include <fstream>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "corpus.hpp"
 #include "hipgn/params.hpp"
@@ -102,6 +104,44 @@ TEST(Instance, RunFillsTheLastGroupsSizes) {
     EXPECT_EQ(g_captured.last_vectors_per_row.divisor, g_captured.vectors_per_row.divisor);
     EXPECT_EQ(g_captured.last_vectors_per_row.multiplier, g_captured.vectors_per_row.multiplier);
   }
+}
+
+// The channels-last resident family cuts a unit's rows into equal slices (Params::part_rows),
+// each at most what a workgroup holds (row_lanes x per_thread), not full slices and a short last
+// one; and its forward, which indexes items with ints, refuses a launch of 2^31 items or more.
+TEST(Instance, ResidentSlicesAreEqualChannelsLast) {
+  const Tensors t{reinterpret_cast<const void*>(4096), reinterpret_cast<void*>(1 << 20)};
+  const Instance inst(InstanceSpec{Op::fwd, DataType::f16, DataType::f16, Layout::channels_last, Activation::none,
+                                   Family::resident, 256, 8, 8},
+                      &capture);
+  // sd15_64x320: chunks of 40 channels (5 vectors a row, 51 lanes), 4096 rows in 11 slices
+  const Problem sd = make_problem({2, 320, {64, 64}, 32}, DataType::f16, DataType::f16, Layout::channels_last,
+                                  Activation::none);
+  std::string why;
+  ASSERT_TRUE(inst.supports(sd, &t, &why)) << why;
+  g_captured = Params{};
+  std::vector<char> workspace(inst.workspace_bytes(sd, 132));
+  ASSERT_TRUE(inst.run(sd, t, workspace.data(), nullptr, 132).ok());
+  EXPECT_EQ(g_captured.row_lanes, 51);
+  EXPECT_EQ(g_captured.chunk_channels, 40);
+  EXPECT_EQ(g_captured.slices, 11);
+  EXPECT_EQ(g_captured.part_rows, 373);  // ceil(4096 / 11); full slices were 408, the last 16
+  EXPECT_EQ(g_captured.items, 2 * 8 * 11);
+  // a prime spatial size: every slice but the last full, the last not empty
+  const Problem odd = make_problem({1, 96, {97, 89}, 32}, DataType::f16, DataType::f16, Layout::channels_last,
+                                   Activation::none);
+  ASSERT_TRUE(inst.supports(odd, &t, &why)) << why;
+  workspace.resize(inst.workspace_bytes(odd, 132));
+  ASSERT_TRUE(inst.run(odd, t, workspace.data(), nullptr, 132).ok());
+  const std::int64_t hw = 97 * 89, rows = g_captured.part_rows, slices = g_captured.slices;
+  EXPECT_LE(rows, std::int64_t(g_captured.row_lanes) * 8);
+  EXPECT_GE(rows * slices, hw);
+  EXPECT_LT(rows * (slices - 1), hw);
+  // 2^25 samples of 8 chunks in 11 slices: past 2^31 items (2^30 groups)
+  const Problem many = make_problem({1 << 25, 320, {64, 64}, 32}, DataType::f16, DataType::f16,
+                                    Layout::channels_last, Activation::none);
+  EXPECT_FALSE(inst.supports(many, nullptr, &why));
+  EXPECT_NE(why.find("32-bit index"), std::string::npos) << why;
 }
 
 }  // namespace

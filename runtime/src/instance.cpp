@@ -437,6 +437,9 @@ bool Instance::supports_resident(const Problem& p, const Tensors* t, No no, int 
     return same_phase(p, t, v, no);
   }
   if (p.c % v != 0) return no("C " + std::to_string(p.c) + " is not a multiple of the vector " + std::to_string(v));
+  // the forward indexes its items with ints (resident_fwd.hpp: no 64-bit division on them)
+  if (!describe(p.op).backward && r.items() > std::numeric_limits<std::int32_t>::max())
+    return no(std::to_string(r.items()) + " items (chunks of a sample x slices), more than a 32-bit index holds");
   if (r.chunk / v > spec_.block)
     return no("C/" + std::to_string(v) + " = " + std::to_string(r.chunk / v) + " vectors a row" +
               (describe(p.op).backward ? "" : " (and of any chunk of whole groups)") + " exceed the block of " +
@@ -573,6 +576,10 @@ Status Instance::run(const Problem& p, const Tensors& t, void* workspace, hipStr
     k.slice_vectors = spec_.block * spec_.per_thread;
     k.row_lanes = r.row_lanes;
     k.chunk_channels = std::int32_t(r.chunk);
+    // channels-last: the rows in equal slices, each at most row_lanes x per_thread (what the
+    // slice count was made from), not full slices and a remainder: sd15_64x320's 4096 rows at
+    // 408 a slice left 16 in the last of 11, and the cluster waited on ten slices of 408
+    if (!cf) k.part_rows = ceil_div(hw, r.slices);
     k.pass = r.streaming ? 1 : 0;
     if (r.streaming) {
       k.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + resident_sums_bytes(p));

@@ -212,7 +212,9 @@ struct Params {
   // [N * G] (mean, rstd) pairs. Backward: partials [items, C] (S1, S2) pairs, group_stats
   // [items, G] (gamma S1, gamma S2) pairs. The onchip forward in parts
   // (fwd_onchip_parts_kernel): a group's `slices` parts of part_rows rows (channels-first,
-  // vectors of its aligned body), a cluster a group.
+  // vectors of its aligned body), a cluster a group. The channels-last resident family: a
+  // unit's slices of part_rows rows, the spatial size over its slices (resident_fwd.hpp,
+  // resident_bwd.hpp).
   std::int64_t part_rows;
   // The channels-first split backward (families/split.hpp): its first pass's units; with pieces
   // > 1 they write [N, C, pieces] (S1, S2) pairs to `partials`, folded into the workspace's

@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentBwdMinBlocks<Trai
     affine[c + ch] = beta ? to_float(beta[ch]) : 0.f;
   }
   const bool sums = wants_channel_sums<Traits>(p);
-  const std::int64_t hw = p.spatial_size, rows_per_slice = std::int64_t(lanes) * E;
+  const std::int64_t hw = p.spatial_size, rows_per_slice = p.part_rows;  // at most lanes x E
   const float per_group = float(hw) * float(cpg);
   const T* xs = static_cast<const T*>(p.x);
   const T* dys = static_cast<const T*>(p.dy);

@@ -510,14 +510,15 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
   T* y = static_cast<T*>(p.y);
   const Gm* gamma = static_cast<const Gm*>(p.gamma);
   const Gm* beta = static_cast<const Gm*>(p.beta);
-  const std::int64_t hw = p.spatial_size, rows_per_slice = std::int64_t(lanes) * E;
+  // a slice's rows: the launcher's equal share of the spatial size, at most lanes x E
+  const std::int64_t hw = p.spatial_size, rows_per_slice = p.part_rows;
   auto rows_of = [&](std::int64_t slice) {
     const std::int64_t left = hw - slice * rows_per_slice;
     return int(left < rows_per_slice ? left : rows_per_slice);
   };
 #if defined(HIPGN_BULK_COPY)
   auto issue = [&](std::int64_t item, int k) {  // slab: a unit is a sample
-    const std::int64_t n = std::int64_t(p.slices_div.div(std::uint64_t(item))), slice = item - n * p.slices;
+    const std::int64_t n = std::int64_t(p.slices_div.div31(std::uint32_t(item))), slice = item - n * p.slices;
     stages.load(k, x + (n * hw + slice * rows_per_slice) * c, std::int64_t(rows_of(slice)) * cv_count);
   };
   if (t == 0 && slab)
@@ -528,7 +529,10 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
   phases.lap(6);
   int k = 0;
   for (std::int64_t item = blockIdx.x; item < p.items; item += gridDim.x, ++k) {
-    const std::int64_t unit = std::int64_t(p.slices_div.div(std::uint64_t(item))), slice = item - unit * p.slices;
+    // items below 2^31 (Instance::supports_resident): div31, as div()'s 64-bit fallback, inlined,
+    // made ptxas spill more (f16 e8 116 bytes against 76; bench/NOTES.md, "The resident
+    // forward's equal slices")
+    const std::int64_t unit = std::int64_t(p.slices_div.div31(std::uint32_t(item))), slice = item - unit * p.slices;
     const std::int64_t n = unit / chunks;  // once an item
     const int c0 = int(unit - n * chunks) * cc;
     const int rows = rows_of(slice);
