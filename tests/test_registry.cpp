@@ -127,13 +127,14 @@ TEST(Instance, ResidentSlicesAreEqualChannelsLast) {
   EXPECT_EQ(g_captured.slices, 11);
   EXPECT_EQ(g_captured.part_rows, 373);  // ceil(4096 / 11); full slices were 408, the last 16
   EXPECT_EQ(g_captured.items, 2 * 8 * 11);
-  // a prime spatial size: every slice but the last full, the last not empty
+  // a prime spatial size: slices of ceil(HW / slices) rows, the last shorter and not empty
   const Problem odd = make_problem({1, 96, {97, 89}, 32}, DataType::f16, DataType::f16, Layout::channels_last,
                                    Activation::none);
   ASSERT_TRUE(inst.supports(odd, &t, &why)) << why;
   workspace.resize(inst.workspace_bytes(odd, 132));
   ASSERT_TRUE(inst.run(odd, t, workspace.data(), nullptr, 132).ok());
   const std::int64_t hw = 97 * 89, rows = g_captured.part_rows, slices = g_captured.slices;
+  EXPECT_EQ(rows, (hw + slices - 1) / slices);
   EXPECT_LE(rows, std::int64_t(g_captured.row_lanes) * 8);
   EXPECT_GE(rows * slices, hw);
   EXPECT_LT(rows * (slices - 1), hw);

@@ -437,7 +437,7 @@ bool Instance::supports_resident(const Problem& p, const Tensors* t, No no, int 
     return same_phase(p, t, v, no);
   }
   if (p.c % v != 0) return no("C " + std::to_string(p.c) + " is not a multiple of the vector " + std::to_string(v));
-  // the forward indexes its items with ints (resident_fwd.hpp: no 64-bit division on them)
+  // the forward divides its item indices as 32-bit numbers (resident_fwd.hpp: div31)
   if (!describe(p.op).backward && r.items() > std::numeric_limits<std::int32_t>::max())
     return no(std::to_string(r.items()) + " items (chunks of a sample x slices), more than a 32-bit index holds");
   if (r.chunk / v > spec_.block)

@@ -529,9 +529,9 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
   phases.lap(6);
   int k = 0;
   for (std::int64_t item = blockIdx.x; item < p.items; item += gridDim.x, ++k) {
-    // items below 2^31 (Instance::supports_resident): div31, as div()'s 64-bit fallback, inlined,
-    // made ptxas spill more (f16 e8 116 bytes against 76; bench/NOTES.md, "The resident
-    // forward's equal slices")
+    // items are below 2^31 (Instance::supports_resident), so div31: div()'s 64-bit fallback,
+    // inlined, made ptxas spill more (f16 e8 116 bytes against 76; bench/NOTES.md, "The
+    // resident forward's equal slices")
     const std::int64_t unit = std::int64_t(p.slices_div.div31(std::uint32_t(item))), slice = item - unit * p.slices;
     const std::int64_t n = unit / chunks;  // once an item
     const int c0 = int(unit - n * chunks) * cc;
