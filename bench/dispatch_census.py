@@ -10,7 +10,13 @@ one the runtime's default target's, which differ where a rule asks the device (t
 parts), so run it on the GPU machine before acting on it (seconds: ~1.8 M problems in 14 s).
 
     python3 bench/dispatch_census.py [--results bench/results/h200/latest.json] [--near 1.03]
-        [--manifest build/generated/manifest.json]
+        [--manifest build/generated/manifest.json] [--shapes-of LABEL=REGEX ... [--sample K]]
+
+With --shapes-of (repeatable), the problems whose chosen instance's name matches REGEX (say
+`gn_bwd_f16_f16_cl_swish_resident`: an op, a dtype pair, a layout and an activation) are
+printed, a line a label, as `LABEL --shape ...`: K bench.py --shape arguments spread over their
+sizes (the smallest, the largest and quantiles between), so that a family's retirement can be
+timed on what it takes today; nothing else is printed then.
 
 With --manifest (the build's), each bucket's generic instance, which stays whatever chooses it
 (it supports every valid problem of its bucket), is counted apart.
@@ -18,7 +24,9 @@ With --manifest (the build's), each bucket's generic instance, which stays whate
 import argparse
 import collections
 import json
+import math
 import os
+import re
 import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
@@ -65,26 +73,53 @@ def near_fastest(path, near):
     return hit, sum(1 for r in rows if r.get("instances"))
 
 
+def print_shapes(label, matched, sample):
+    """`sample` of the problems in `matched` (sorted by size), spread over their sizes, as bench.py
+    --shape arguments on one line after `label` (stdout), and a line that counts them (stderr)."""
+    picks = sorted({round(i * (len(matched) - 1) / max(1, sample - 1)) for i in range(sample)}) if matched else []
+    print(f"--shapes-of {label}: {len(matched)} problems with a spatial size, {len(picks)} printed", file=sys.stderr)
+    args = [label]
+    for i in picks:
+        _, n, c, sp, g = matched[i]
+        dims = "x".join(map(str, sp))
+        args.append(f"--shape census_{n}x{c}x{dims.replace('x', '_')}_g{g}={n},{c},{dims},{g}")
+    print(" ".join(args))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--results", help="a bench.py --best latest.json: also say which unchosen instances were near a row's fastest")
     ap.add_argument("--near", type=float, default=1.03, help="near: within this factor of the row's fastest")
     ap.add_argument("--json", help="write {instance: problems that choose it} here")
     ap.add_argument("--manifest", help="the build's manifest.json: its generic instances counted apart")
+    ap.add_argument("--shapes-of", metavar="LABEL=REGEX", action="append", default=[],
+                    help="print LABEL and --shape arguments for problems whose chosen instance matches REGEX")
+    ap.add_argument("--sample", type=int, default=12, help="how many problems --shapes-of prints")
     args = ap.parse_args()
     lib = hipgn.library()
     handle = lib.handle()
     print(f"device: {handle.device_name} ({handle.arch}, {handle.compute_units} compute units)"
-          f"{'' if handle.has_device else ', none present: the runtime default target'}")
+          f"{'' if handle.has_device else ', none present: the runtime default target'}",
+          file=sys.stderr if args.shapes_of else sys.stdout)
     chosen = collections.Counter()
     problems = 0
+    of_regex = {label: re.compile(rx) for label, _, rx in (a.partition("=") for a in args.shapes_of)}
+    matched = collections.defaultdict(set)  # label -> (elements, n, c, spatial, g) of its problems
     for n, c, sp, g in shapes():
         for op in OPS.names:
             for x, gamma in DTYPE_PAIRS:
                 for layout in LAYOUTS.names:
                     for act in ACTIVATIONS.names:
-                        chosen[handle.choose(hipgn.make_problem(op, n, c, list(sp), g, x, gamma, layout, act))] += 1
+                        name = handle.choose(hipgn.make_problem(op, n, c, list(sp), g, x, gamma, layout, act))
+                        chosen[name] += 1
                         problems += 1
+                        for label, rx in of_regex.items():
+                            if sp and rx.search(name):
+                                matched[label].add((n * c * math.prod(sp), n, c, sp, g))
+    if of_regex:  # only the shapes on stdout, for a script to read
+        for label in of_regex:
+            print_shapes(label, sorted(matched[label]), args.sample)
+        return 0
     built = lib.instance_names()
     generic = set()
     if args.manifest:
