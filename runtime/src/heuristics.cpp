@@ -92,8 +92,12 @@ constexpr std::int64_t kOnchipClBwdFourByteFromElements = 8192;
 // 16 groups (128 against 64, past half) level, 9.87 / 9.37 against 9.77 / 9.74 (bench/NOTES.md,
 // "Few workgroups in parts").
 constexpr double kOnchipClBwdFewWorkgroupsCuShare = 0.5;
-// The split forward from groups of this many elements, channels-first (below).
+// The split forward from groups of this many elements, channels-first, any of them below this
+// many bytes of x a compute unit (below) ...
 constexpr std::int64_t kSplitCfFwdGroupElements = 61440;
+constexpr double kSplitCfFwdBytesPerCu = 72 << 10;
+// ... and from there to kSmallBytesPerCu, groups of at most this many elements (below).
+constexpr std::int64_t kSplitCfFwdLargeMostGroupElements = 131072;
 // ... where from kStreamCfFwdBytesPerCu the onchip forward takes them first in parts of at most
 // this many elements a workgroup (below).
 constexpr std::int64_t kOnchipCfFwdLargeGroupPartElements = 8192;
@@ -278,10 +282,19 @@ RuleTables sm_90() {
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
           .bytes_per_cu(kResidentClFwdBytesPerCu, kSmallBytesPerCu)
           .group_runs(16),
-      // ... and below 8 KB a compute unit (1 MB on 132), where C/G neither takes a vector nor
-      // divides one (C/G = 3, 5: the onchip rows need a multiple of the vector, its columns a
-      // divisor), a workgroup per group looping over it beats the stream family's fixed cost
-      // (instance_norm_32x64, C/G = 1, before the onchip columns: looped 9.5 us, stream 15.4).
+      // ... and below 8 KB a compute unit (1 MB on 132) the onchip family whatever its vector:
+      // groups past 32K elements of 4-byte vectors, which the rules above leave, in parts
+      // (bench.py --best --shape, H200, fp16 SiLU, L2-cold, 2026-12-03; bench/NOTES.md, "What
+      // the heuristic sent off the suite"): 1 x 30 x 4096 at G = 1 onchip 512 x 2 x 16 6.35 us
+      // against the looped family's 130.9 that took it; 2 x 20 x 4096 at G = 2 256 x 2 x 8 4.77
+      // against 44.3; 1 x 2 x 100 x 168 at G = 1 4.13 against 34.8; eight such shapes, 7-20x ...
+      Rule{Family::onchip, kAny, 0, "channels-last, a tiny tensor: a workgroup or a thread-block cluster a group, any vector",
+           std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
+          .bytes_per_cu(0, kTinyBytesPerCu),
+      // ... and where C/G neither takes a vector nor divides one (C/G = 3, 5: the onchip rows
+      // need a multiple of the vector, its columns a divisor), a workgroup per group looping
+      // over it beats the stream family's fixed cost (instance_norm_32x64, C/G = 1, before the
+      // onchip columns: looped 9.5 us, stream 15.4).
       Rule{Family::looped, kAny, 0, "channels-last, a tiny tensor: a workgroup per group",
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
           .bytes_per_cu(0, kTinyBytesPerCu),
@@ -356,8 +369,18 @@ RuleTables sm_90() {
            65536, Rule::kChannelsFirst}
           .vector_bytes(16)
           .only({DataType::f32}),
-      // ... and groups of fewer than 64 elements a workgroup per group looping over them
-      // (hw1_512, 16 elements, spatial 1: looped 3.2 us against resident 4.8).
+      // ... and groups of up to 4096 elements of narrower runs (a spatial size of 2, say) the
+      // onchip family whatever its vector (bench.py --best --shape, H200, fp16 SiLU, L2-cold,
+      // 2026-12-03; bench/NOTES.md, "What the heuristic sent off the suite"): spatial size 2,
+      // 1 x 32 at G = 16 to 32 x 30 at G = 1, onchip 256 x 2 x 4 1.65-1.74 us against the looped
+      // family's 2.63-2.72 that took them; 8 x 320 at G = 64 2.92 against 3.26; 32 x 1920 at
+      // G = 64 7.75 against 7.87 ...
+      Rule{Family::onchip, kAny, 0, "channels-first, a small tensor, groups of up to 4096 elements of narrow runs: a workgroup per group",
+           4096, Rule::kChannelsFirst}
+          .bytes_per_cu(0, kStreamCfFwdBytesPerCu),
+      // ... and groups of fewer than 64 elements that it does not take, a workgroup per group
+      // looping over them (hw1_512, 16 elements, spatial 1: looped 3.2 us against resident 4.8,
+      // before a spatial size of 1 ran as channels-last).
       Rule{Family::looped, kAny, 0, "channels-first, a small tensor, groups below 64 elements: a workgroup per group",
            63, Rule::kChannelsFirst}
           .bytes_per_cu(0, kStreamCfFwdBytesPerCu),
@@ -416,10 +439,23 @@ RuleTables sm_90() {
       // (sd15_64x960, 15.7 MB, 23.4 / 23.9 against stream 22.7 / 23.6; vae_128x512 24.2 / 24.1
       // against 22.8 / 23.7); below 8 KB a compute unit with 1024-element slices (layer_norm_32x64,
       // 2 groups, 0.3 MB: 128 x 1 5.5 us against resident 6.2; bench/NOTES.md, "Small slices
-      // for the split forward").
+      // for the split forward"). From 72 KB only groups of up to 128K elements, since the
+      // stream forward's eviction hints (H200, fp16 / bf16 SiLU, L2-cold, bench.py --best): there
+      // sd15_64x640 and sdxl_32x2560 (64 groups of 81920, 78 KB; bench/results/h200) split 1.23
+      // of the fastest (onchip, in parts) against stream 1.27-1.28, but off the suite (bench.py
+      // --shape, fp16, 2026-12-03; bench/NOTES.md, "What the heuristic sent off the suite") 4 x
+      // 80 x 152 x 104 at G = 4 (16 groups of 316160, 75 KB) stream 15.56 us against split 16.35;
+      // 4 x 20 x 200 x 336 at G = 1 (80 KB) 15.96 against 17.66; 32 x 12 x 100 x 168 at G = 1
+      // (201600 elements, 95 KB) 17.57 against 18.60; below 72 KB split led on all five such
+      // shapes timed (2 x 8 x 512 x 512 at G = 1, 62 KB, 13.39 against stream 14.20; 1.02-1.12x).
       Rule{Family::split, 1.0, kSplitCfFwdGroupElements, "channels-first, a small tensor of few large groups: several workgroups per group, the second pass from L2",
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsFirst}
-          .bytes_per_cu(0, kSmallBytesPerCu)
+          .bytes_per_cu(0, kSplitCfFwdBytesPerCu)
+          .vector_bytes(16)
+          .only({DataType::f16, DataType::bf16}),
+      Rule{Family::split, 1.0, kSplitCfFwdGroupElements, "channels-first, a small tensor of few large groups: several workgroups per group, the second pass from L2",
+           kSplitCfFwdLargeMostGroupElements, Rule::kChannelsFirst}
+          .bytes_per_cu(kSplitCfFwdBytesPerCu, kSmallBytesPerCu)
           .vector_bytes(16)
           .only({DataType::f16, DataType::bf16}),
       // Channels-first from 60 KB of x a compute unit (7.9 MB on 132). Measured on an H100,
@@ -539,6 +575,14 @@ RuleTables sm_90() {
           .bytes_per_cu(0, kSplitClBwdWideBytesPerCu)
           .vector_bytes(16)
           .channels_from(1024),
+      // ... and below 8 KB a compute unit, fewer groups than compute units whatever their runs:
+      // the onchip family (a cluster a group in parts), one launch, before the split family's
+      // two (bench.py --best --shape, H200, fp16 SiLU, L2-cold, 2026-12-03; bench/NOTES.md,
+      // "What the heuristic sent off the suite"): 1 x 2 x 100 x 168 at G = 1 (4-byte runs)
+      // onchip 512 x 2 x 16 7.44 us against split 38.25, which took it ...
+      Rule{Family::onchip, 1.0, 0, "channels-last, a tiny tensor of fewer groups than compute units: a thread-block cluster a group",
+           std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
+          .bytes_per_cu(0, kSplitClBwdBytesPerCu),
       // ... and, below 8 KB a compute unit (1 MB on 132), at any C and vector: there the
       // resident family's per-sample exchange and the stream family's grid barrier cost
       // more than the split family's second launch (measured on an H100, fp16 SiLU, L2-cold,
@@ -549,11 +593,32 @@ RuleTables sm_90() {
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast, std::numeric_limits<std::int64_t>::max(),
            0.2}
           .bytes_per_cu(0, kSplitClBwdBytesPerCu),
-      // ... and below 8 KB a compute unit (1 MB on 132), groups of up to 4096 elements that the
-      // onchip rule did not take (C/G takes no vector and is not below one, say C/G = 3): a
-      // workgroup per group looping over it (instance_norm_32x64, C/G = 1, before the onchip
-      // columns took it: looped 12.9 us against resident 15.5 and stream 17.4; not larger
-      // groups: layer_norm_32x64, 2 groups of 65536, looped 69.1, resident 13.0) ...
+      // ... and below 8 KB a compute unit, groups of up to 4096 elements of 16-byte vectors (or
+      // narrower than one: columns of V channels) the onchip family, a workgroup a group or a
+      // column (the same census): 32 x 256 x 8 x 8 at G = 64 onchip 128 x 8 x 1 9.78 us against
+      // the looped family's 23.84 that took it; 32 x 128 x 8 x 8 at G = 16 6.10 against 9.25; 8 x
+      // 256 x 5 x 5 at G = 64 6.58 against 8.53 ...
+      Rule{Family::onchip, kAny, 0, "channels-last, a tiny tensor, groups of up to 4096 elements of 16-byte vectors: a workgroup a group or a column", 4096,
+           Rule::kChannelsLast}
+          .bytes_per_cu(0, kTinyBytesPerCu)
+          .vector_bytes(16),
+      // ... and below 8 KB a compute unit, groups of at most 64 elements (a spatial size of 1,
+      // say): the resident family's whole rows of C, x and dy read once (the same census): 32 x
+      // 192 x 1 at G = 16 resident 256 x 8 x 2 5.68 us against looped 16.75 (onchip 8.46); 32 x
+      // 480 x 1 x 1 at G = 16 6.47 against 27.61 (onchip 8.54); 8 x 128 x 1 at G = 64 5.22
+      // against 6.21; 32 x 128 x 5 x 5 at G = 64 7.45 against 17.77 (onchip 7.60) ...
+      Rule{Family::resident, kAny, 0, "channels-last, a tiny tensor of groups of at most 64 elements: whole rows, x and dy read once", 64,
+           Rule::kChannelsLast, 1023}
+          .bytes_per_cu(0, kTinyBytesPerCu),
+      // ... and the onchip family's narrower vectors (8 x 3840 x 1 at G = 64, C/G = 60: 256 x 2 x
+      // 8 8.80 us against resident 13.45, looped 43.57) ...
+      Rule{Family::onchip, kAny, 0, "channels-last, a tiny tensor, groups of up to 4096 elements: a workgroup a group", 4096,
+           Rule::kChannelsLast}
+          .bytes_per_cu(0, kTinyBytesPerCu),
+      // ... and groups of up to 4096 elements that neither takes (C/G takes no vector and is not
+      // below one, say C/G = 3): a workgroup per group looping over it (instance_norm_32x64, C/G
+      // = 1, before the onchip columns took it: looped 12.9 us against resident 15.5 and stream
+      // 17.4; not larger groups: layer_norm_32x64, 2 groups of 65536, looped 69.1, resident 13.0) ...
       Rule{Family::looped, kAny, 0, "channels-last, a tiny tensor, small groups: a workgroup per group", 4096,
            Rule::kChannelsLast}
           .bytes_per_cu(0, kTinyBytesPerCu),
@@ -571,12 +636,24 @@ RuleTables sm_90() {
       Rule{Family::stream, 1.0, 4096, "channels-last, few large groups from 8 KB a compute unit: two streaming passes",
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
           .bytes_per_cu(kSplitClBwdBytesPerCu, kAny),
-      // ... and any groups from 32 KB a compute unit (4.2 MB on 132); below that, with many or
-      // small groups, the older families were ahead when last timed (2026-11-23, before the
-      // barriers dropped their memset) and no run has timed such a shape since.
-      Rule{Family::stream, kAny, 0, "channels-last from 32 KB a compute unit: two streaming passes, the second from L2",
+      // ... and any groups from 32 KB a compute unit (4.2 MB on 132), and below it those the
+      // rules above leave: the resident family took them until timed off the suite (bench.py
+      // --best --shape, H200, fp16 SiLU, L2-cold, 2026-12-03; bench/NOTES.md, "What the
+      // heuristic sent off the suite"), where the stream family was within 1.13 of the fastest
+      // on all eight shapes and the resident family 1.05-1.52 (32 x 64 x 25 x 42 at G = 64, 32
+      // KB: stream 512 x 8 x 1 16.76 us against resident 25.49 at best, 28.80 as dispatched; 1 x
+      // 80 x 4096 at G = 16, 5 KB: 10.54 against 13.32; 1 x 40 x 31 x 31 at G = 8: 8.40 against
+      // 8.85).
+      Rule{Family::stream, kAny, 0, "channels-last: two streaming passes, the second from L2",
+           std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast},
+      // Where it cannot (C not a multiple of its vector), fewer groups than compute units below
+      // 60 KB a compute unit: the onchip family, a thread-block cluster a group in parts whatever
+      // its runs, before the split family's two launches (the same census: 3 x 4 x 256 x 256 at
+      // G = 1, 12 KB, onchip 512 x 2 x 32 12.59 us against split 155.68; 32 x 12 x 64 x 64 at G =
+      // 1, 24 KB, 12.58 against 23.30).
+      Rule{Family::onchip, 1.0, 0, "channels-last, fewer groups than compute units: a thread-block cluster a group",
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
-          .bytes_per_cu(kStreamBwdBytesPerCu, kAny),
+          .bytes_per_cu(0, kOnchipPartsClBwdBytesPerCu),
       // x and dy read once at 16 bytes an access whatever C/G is (resident_bwd.hpp), where the
       // other families walk a group's columns at a stride of C: vae_512x256 597 us against the
       // split family's 2068, video_5d 1287 against 5629, det_200x336x256 295 against 720. From
@@ -620,6 +697,13 @@ RuleTables sm_90() {
       Rule{Family::split, 1.0, kSplitCfBwdGroupElements + 1, "channels-first, few large groups: rows summed in teams",
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsFirst},
       {Family::onchip, kAny, 0, "the group fits on chip: x and dy read once"},
+      // Larger groups, however many: the split family's rows summed in teams over several
+      // workgroups a group, where looped runs a group in one (bench.py --best --shape, H200, fp16
+      // SiLU, L2-cold, 2026-12-03; bench/NOTES.md, "What the heuristic sent off the suite"):
+      // channels-first, 32 x 640 x 8 x 8 at G = 8 split 256 x 8 x 4 11.17 us against looped 102.95
+      // at best; 3 x 2048 x 16 x 16 at G = 64 11.33 against 47.49; 3 x 256 x 25 x 42 at G = 64
+      // 8.63 against 12.02; eight shapes, 1.03-9.2x.
+      {Family::split, kAny, 0, "the group does not fit on chip: several workgroups per group"},
       {Family::looped, kAny, 0, "the group loops: x and dy read twice"},
   };
   return {"sm_90", std::move(forward), std::move(backward)};
@@ -818,14 +902,20 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
       return onchip_cl_workgroups(p.num_groups(), p.channels_per_group(), s.vector) * (column ? std::max(1, q.parts) : 1);
     };
     const std::int64_t ua = units(x, ca, pa), ub = units(y, cb, pb);
-    if (ua != ub) return ua > ub;
+    // The backward's, while either leaves compute units idle: where both fill them, the vector
+    // rules below (bench.py --best --shape, H200, fp16 SiLU, L2-cold, 2026-12-03; bench/NOTES.md,
+    // "What the heuristic sent off the suite": 32 x 256 x 8 x 8 at G = 64, C/G = 4, 8-channel
+    // columns 128 x 8 x 1, 1024 workgroups, 9.78 us against 4-byte rows 256 x 2 x 8, 2048, 22.38;
+    // 8 x 256 x 5 x 5 at G = 64 6.58 against 8.45). The forward's is measured below them only.
+    const bool fill_both = p.op != Op::fwd && std::min(ua, ub) >= cus;
+    if (ua != ub && !fill_both) return ua > ub;
     // columns (the same vector, equal units): the fewest threads, each with more rows
     // (instance_norm_32x64: 256 x 8 6.15 / 6.19 us, 512 x 16 6.6 / 6.6, 1024 x 16 7.7 / 7.8;
     // 8-channel columns 256 x 4 8.0 / 8.0, 512 x 8 8.2 / 8.2). The backward the same
     // (instance_norm_32x64: 2-channel columns 256 x 8 7.7 / 7.5, 512 x 16 8.1 / 8.0, 512 x 32
     // 9.9 / 9.8; 8-channel 256 x 4 9.0 / 8.7, 512 x 4 9.0 / 9.2; tiny: rows of 4-byte vectors,
     // 8 workgroups, 3.6 / 3.6 against 8-channel columns, 4, 4.5 / 4.5)
-    if (ca && x.block != y.block) return x.block < y.block;
+    if (ua == ub && ca && x.block != y.block) return x.block < y.block;
   }
   if (x.family == Family::onchip && p.op == Op::fwd && p.layout == Layout::channels_last) {
     // the channels-last onchip forward. Groups that may be held in parts (Instance::onchip_parts):
@@ -958,7 +1048,8 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
   }
   if (x.family == Family::onchip && p.op != Op::fwd && p.layout == Layout::channels_last && x.vector != y.vector &&
       size_of(p.x_dtype) == 2 &&
-      (p.group_elements() >= kOnchipClBwdFourByteFromElements || cl_bwd_many_groups(p, cus))) {
+      (p.group_elements() >= kOnchipClBwdFourByteFromElements ||
+       (cl_bwd_many_groups(p, cus) && run_bytes(p) >= kOnchipClBwdManyGroupsRunBytes))) {
     // the channels-last onchip backward of a large group of 16-bit values (it builds no 8-byte
     // instances; fp32 unmeasured): 4-byte vectors before 16-byte ones, as the forward's narrower
     // vectors win there (H100, fp16 / bf16, L2-cold, bench.py --best: sd15_16x1280, 10240
@@ -969,7 +1060,9 @@ bool better(const Instance& a, const Instance& b, const Problem& p, const Device
     // groups of any size (the rule of many small groups of wide runs): r50_7x2048_n32 (1024 groups
     // of 3136) 256 x 2 x 8 17.64 / 17.66 us against 256 x 8 x 2 19.90 / 20.00 (H200, SiLU,
     // L2-cold, bench.py --best, 2026-12-03; ptxas: 80 registers, three workgroups a compute unit,
-    // against 98, two; bench/NOTES.md, "Channel sums in teams, channels-last").
+    // against 98, two; bench/NOTES.md, "Channel sums in teams, channels-last"), runs as wide as
+    // that rule's: not narrow ones (32 x 128 x 8 x 8 at G = 16, 16-byte runs, 512 groups: 128 x 8
+    // x 1 6.10 us against 256 x 2 x 8 9.35; bench/NOTES.md, "What the heuristic sent off the suite").
     if ((x.vector == 2) != (y.vector == 2)) return x.vector == 2;
   }
   if (x.vector != y.vector) return x.vector > y.vector;
