@@ -66,6 +66,16 @@ HIPGN_HD std::int64_t floor_div(std::int64_t a, std::int64_t b, double rcp) {
   return q;
 }
 
+// Part `part`'s share of `total` rows (or vectors) cut in shares of `each` (Params::part_rows):
+// `each`, the last part what is left; below 0 past the last (the onchip merges clamp it). The
+// one statement of it for the onchip parts, the stream items and the channels-last resident
+// slices.
+template <typename I>
+HIPGN_HD constexpr I part_share(I total, I each, I part) {
+  const I left = total - part * each;
+  return left < each ? left : each;
+}
+
 // The channels-last onchip kernels (families/onchip.hpp, fwd_onchip_rows, bwd_onchip_rows): a
 // thread keeps one vector column of the group's rows (C/G / vector columns a row) and walks the
 // rows (positions) block / columns apart, so a workgroup holds per_thread * (block / columns)

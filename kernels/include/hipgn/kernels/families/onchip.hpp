@@ -102,7 +102,7 @@ __device__ __forceinline__ float exchange_parts(const Params& p, int part, float
   x.push(0, part, int(p.slices), make_float2(mean, m2));
   const int each = int(p.part_rows);
   const Stats s = x.merge_item(0, int(p.slices), [&](int i) {
-    return float(max(0, min(each, units - i * each)) * unit_elements + (i == 0 ? first_extra : 0));
+    return float(max(0, part_share(units, each, i)) * unit_elements + (i == 0 ? first_extra : 0));
   });
   mean = s.mean;
   return rsqrtf(s.m2 / s.n + p.eps);
@@ -141,7 +141,7 @@ __device__ __forceinline__ void exchange_column_parts(const Params& p, int part,
       if ((i & (cg - 1)) == 0) x.send(0, part, r, i >> shift, make_float2(mean[i], m2[i]));
   }
   const int each = int(p.part_rows), rows = int(p.spatial_size);
-  const Stats s = x.merge_groups(0, [&](int r) { return float(max(0, min(each, rows - r * each)) * cg); });
+  const Stats s = x.merge_groups(0, [&](int r) { return float(max(0, part_share(rows, each, r)) * cg); });
   const float inv_count = 1.f / float(p.group_elements);
 #pragma unroll
   for (int i = 0; i < V; ++i) {
@@ -190,7 +190,7 @@ __device__ __forceinline__ void fwd_onchip_span(const Params& p, const GroupView
   const int t = threadIdx.x, hw = int(p.spatial_size);
   const Peel<V> run(p.phase, view.base, p.group_elements);
   const int first = kParts ? part * int(p.part_rows) : 0;  // the part's first body vector
-  const int head = int(run.head), body = kParts ? min(int(p.part_rows), int(run.body) - first) : int(run.body);
+  const int head = int(run.head), body = kParts ? part_share(int(run.body), int(p.part_rows), part) : int(run.body);
   const int edges = part == 0 ? int(run.head + run.tail) : 0;
   // the part's body from its first vector on, x and y alike
   const X* x = static_cast<const X*>(p.x) + std::int64_t(first) * V;
@@ -306,7 +306,7 @@ template <bool kParts, typename View>
 __device__ __forceinline__ HeldRows held_rows(const Params& p, const View& view, int part) {
   if constexpr (!kParts) return {int(p.spatial_size), view.base};
   const int begin = part * int(p.part_rows);
-  return {min(int(p.part_rows), int(p.spatial_size) - begin), view.base + std::int64_t(begin) * p.row_stride};
+  return {part_share(int(p.spatial_size), int(p.part_rows), part), view.base + std::int64_t(begin) * p.row_stride};
 }
 
 // Family onchip, channels-last: a thread keeps one vector column of the group's rows and walks
@@ -444,7 +444,7 @@ __device__ __forceinline__ void fwd_onchip_columns(const Params& p, std::int64_t
   constexpr int B = Traits::kBlockSize, V = Traits::kVectorSize, E = Traits::kPerThread;
   using X = typename Traits::XType;
   const int begin = kParts ? part * int(p.part_rows) : 0;  // the part's first row
-  const int rows = kParts ? min(int(p.part_rows), int(p.spatial_size) - begin) : int(p.spatial_size);
+  const int rows = kParts ? part_share(int(p.spatial_size), int(p.part_rows), part) : int(p.spatial_size);
   const int t = threadIdx.x;
   const int shift = __ffs(int(p.channels_per_group)) - 1;  // log2(C/G)
   // the column's sample and first channel: 32-bit (a grid's workgroups; C / V columns a sample)
@@ -539,7 +539,7 @@ __device__ __forceinline__ void fwd_onchip_aligned(const Params& p, std::int64_t
   const int part_rows = kParts ? int(read(p.part_rows)) : 0;  // (its line, the parts', late too)
   const int first = part * part_rows;  // the part's first vector of the group
   const auto vectors = [&] {
-    if constexpr (kParts) return min(part_rows, int(p.vectors) - first);
+    if constexpr (kParts) return part_share(int(p.vectors), part_rows, part);
     else return p.vectors;
   }();
   const std::int64_t base = group * p.group_stride + std::int64_t(first) * V;  // the part's first element

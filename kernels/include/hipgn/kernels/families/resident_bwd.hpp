@@ -86,8 +86,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentBwdMinBlocks<Trai
   auto mine = [&](const float* a, float (&out)[V]) { load_vec<V>(a + cv * V, out); };
   for (std::int64_t item = blockIdx.x; item < p.items; item += gridDim.x) {
     const std::int64_t n = std::int64_t(p.slices_div.div(std::uint64_t(item))), slice = item - n * p.slices;
-    const std::int64_t left = hw - slice * rows_per_slice;
-    const int rows = int(left < rows_per_slice ? left : rows_per_slice);
+    const int rows = int(part_share(hw, rows_per_slice, slice));
     const std::int64_t first = (n * hw + slice * rows_per_slice) * c;
     // x and dy of this thread's vectors (rows e * lanes + lane, column cv), widened once
     float x[E][V], dy[E][V];

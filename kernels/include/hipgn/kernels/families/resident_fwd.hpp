@@ -512,10 +512,7 @@ __global__ void __launch_bounds__(Traits::kBlockSize, kResidentMinBlocks<Traits>
   const Gm* beta = static_cast<const Gm*>(p.beta);
   // a slice's rows: the launcher's equal share of the spatial size, at most lanes x E
   const std::int64_t hw = p.spatial_size, rows_per_slice = p.part_rows;
-  auto rows_of = [&](std::int64_t slice) {
-    const std::int64_t left = hw - slice * rows_per_slice;
-    return int(left < rows_per_slice ? left : rows_per_slice);
-  };
+  auto rows_of = [&](std::int64_t slice) { return int(part_share(hw, rows_per_slice, slice)); };
 #if defined(HIPGN_BULK_COPY)
   auto issue = [&](std::int64_t item, int k) {  // slab: a unit is a sample
     const std::int64_t n = std::int64_t(p.slices_div.div31(std::uint32_t(item))), slice = item - n * p.slices;

@@ -91,7 +91,7 @@ struct StreamGeometry {
   __device__ __forceinline__ int locate(const Params& p, int item, std::int64_t& base, int& r0, int& rows) const {
     const int n = int(p.slices_div.div31(std::uint32_t(item)));
     r0 = (item - n * parts) * part_rows;
-    rows = hw - r0 < part_rows ? hw - r0 : part_rows;
+    rows = part_share(hw, part_rows, item - n * parts);
     base = std::int64_t(n) * hw * row_vectors;
     return n;
   }
@@ -110,7 +110,7 @@ struct StreamGeometry {
   }
   // rows of part q of a sample
   __device__ __forceinline__ int part_rows_of(int q) const {
-    return hw - q * part_rows < part_rows ? hw - q * part_rows : part_rows;
+    return part_share(hw, part_rows, q);
   }
   // The lanes' per-channel sums meet in shared memory, `red` [2][lanes][C]: this thread's two
   // sums go to its lane's rows, V floats a store (one at a time, with threads V floats apart,
