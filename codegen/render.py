@@ -27,9 +27,9 @@ TEMPLATE_DIR = pathlib.Path(__file__).resolve().parent.parent / "templates"
 # four units of 8 of one forward bucket took 45.4 s, the same 30 instances in one unit 26.7 s
 # (312 MB at most); HIP's clang 4.6 s for none (gfx90a and gfx1100). So an op's instances of one
 # layout share units of up to 32 (larger sets in even parts), bucket by bucket in order, so that
-# a change to one bucket's instances moves no other op's or layout's: the default's 1488
-# instances take 49 units (its 1432 took 230 at 8 a unit), the minimal preset's 420, which the
-# AMD build compiles, 16 (80 at a bucket a unit).
+# a change to one bucket's instances moves no other op's or layout's: the default's 1308
+# instances take 47 units (its 1432 took 230 at 8 a unit), the minimal preset's 340, which the
+# AMD build compiles, 13 (80 at a bucket a unit).
 INSTANCES_PER_TU = 32
 
 
