@@ -73,10 +73,12 @@ def near_fastest(path, near):
     return hit, sum(1 for r in rows if r.get("instances"))
 
 
-def print_shapes(label, matched, sample):
-    """`sample` of the problems in `matched` (sorted by size), spread over their sizes, as bench.py
-    --shape arguments on one line after `label` (stdout), and a line that counts them (stderr)."""
-    picks = sorted({round(i * (len(matched) - 1) / max(1, sample - 1)) for i in range(sample)}) if matched else []
+def print_shapes(label, matched, sample, offset):
+    """`sample` of the problems in `matched` (sorted by size), spread over their sizes (`offset` of
+    a step past the quantiles: another sample of the same problems), as bench.py --shape
+    arguments on one line after `label` (stdout), and a line that counts them (stderr)."""
+    step = (len(matched) - 1) / max(1, sample - 1)
+    picks = sorted({min(len(matched) - 1, round((i + offset) * step)) for i in range(sample)}) if matched else []
     print(f"--shapes-of {label}: {len(matched)} problems with a spatial size, {len(picks)} printed", file=sys.stderr)
     args = [label]
     for i in picks:
@@ -95,6 +97,8 @@ def main():
     ap.add_argument("--shapes-of", metavar="LABEL=REGEX", action="append", default=[],
                     help="print LABEL and --shape arguments for problems whose chosen instance matches REGEX")
     ap.add_argument("--sample", type=int, default=12, help="how many problems --shapes-of prints")
+    ap.add_argument("--offset", type=float, default=0.0,
+                    help="--shapes-of's picks this share of a step past the quantiles (0.5: between the default's)")
     args = ap.parse_args()
     lib = hipgn.library()
     handle = lib.handle()
@@ -118,7 +122,7 @@ def main():
                                 matched[label].add((n * c * math.prod(sp), n, c, sp, g))
     if of_regex:  # only the shapes on stdout, for a script to read
         for label in of_regex:
-            print_shapes(label, sorted(matched[label]), args.sample)
+            print_shapes(label, sorted(matched[label]), args.sample, args.offset)
         return 0
     built = lib.instance_names()
     generic = set()
