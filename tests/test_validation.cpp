@@ -20,6 +20,14 @@ Problem good() {
 }
 const Tensors kTensors{reinterpret_cast<const void*>(4096), reinterpret_cast<void*>(8192)};
 
+// A channels-first forward instance that refuses runs its vector does not divide or align:
+// vectorized, of a family that peels no run (FamilyDescriptor::peels_forward: onchip) and walks
+// no persistent or streaming grid (resident, stream).
+bool refuses_unaligned_runs(const Instance& inst) {
+  const FamilyDescriptor& family = describe(inst.spec().family);
+  return inst.spec().vector > 1 && !family.peels_forward && !family.persistent && !family.streams;
+}
+
 struct BadCase {
   const char* name;
   std::function<void(Problem&, Tensors&)> spoil;
@@ -307,10 +315,9 @@ TEST(Validation, NamedInstanceSaysWhichAndWhy) {
   Problem p = good();
   p.spatial = {7, 7};
   for (const Instance* inst : bucket) {
-    // the peeling families (resident, stream) take any spatial size: a build filtered to them
-    // has no instance to refuse it
-    const FamilyDescriptor& family = describe(inst->spec().family);
-    if (inst->spec().vector == 1 || family.persistent || family.streams) continue;
+    // the peeling families take any spatial size: a build filtered to them has no instance to
+    // refuse it
+    if (!refuses_unaligned_runs(*inst)) continue;
     EXPECT_EQ(h.named(p, inst->name(), nullptr, &s), nullptr);
     EXPECT_EQ(s.code, StatusCode::not_supported);
     EXPECT_NE(s.message.find(inst->name() + " does not support " + p.to_string() + ": spatial size 49 is not a multiple"),
@@ -356,7 +363,7 @@ TEST(Validation, NothingWrittenOnError) {
   }
   // a vectorized instance named for a misaligned tensor is refused, and writes nothing
   for (const Instance* inst : Registry::global().bucket(Key::of(base))) {
-    if (inst->spec().vector == 1) continue;
+    if (!refuses_unaligned_runs(*inst)) continue;
     y.poison();
     const Tensors t{static_cast<char*>(x.get()) + 2, static_cast<char*>(y.get()) + 2};
     const Status s = h->run(base, t, nullptr, inst->name());
