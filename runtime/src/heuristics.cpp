@@ -141,8 +141,6 @@ constexpr double kStreamCfFwdOneGroupBytesPerCu = 140 << 10;
 // The channels-first onchip forward of few large groups in parts below this many bytes of x a
 // compute unit (below).
 constexpr double kOnchipCfFwdLargeGroupsBytesPerCu = 120 << 10;
-// The channels-last backward's stream family from this many bytes of x a compute unit (below).
-constexpr double kStreamBwdBytesPerCu = 32 << 10;
 // Below this many bytes of x a compute unit, the channels-last backward splits few groups at
 // any C; from it, the stream family takes them (below).
 constexpr double kSplitClBwdBytesPerCu = 8 << 10;
@@ -654,8 +652,10 @@ RuleTables sm_90() {
       Rule{Family::onchip, 1.0, 0, "channels-last, fewer groups than compute units: a thread-block cluster a group",
            std::numeric_limits<std::int64_t>::max(), Rule::kChannelsLast}
           .bytes_per_cu(0, kOnchipPartsClBwdBytesPerCu),
-      // x and dy read once at 16 bytes an access whatever C/G is (resident_bwd.hpp), where the
-      // other families walk a group's columns at a stride of C: vae_512x256 597 us against the
+      // Where the stream family cannot run the shape either (the rules above take everything it
+      // can), the resident family: x and dy read once at 16 bytes an access whatever C/G is
+      // (resident_bwd.hpp), where the other families walk a group's columns at a stride of C.
+      // Measured before the stream family (H100, 2026-11-22): vae_512x256 597 us against the
       // split family's 2068, video_5d 1287 against 5629, det_200x336x256 295 against 720. From
       // C = 1024 a few samples are cut into slices of a few rows and split wins (sdxl_32x2560
       // 99 against 43; det_50x84x1024 93 against 61), unless many groups fill the device
