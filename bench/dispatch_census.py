@@ -10,7 +10,7 @@ one the runtime's default target's, which differ where a rule asks the device (t
 parts), so run it on the GPU machine before acting on it (seconds: ~1.8 M problems in 14 s).
 
     python3 bench/dispatch_census.py [--results bench/results/h200/latest.json] [--near 1.03]
-        [--manifest build/generated/manifest.json] [--shapes-of LABEL=REGEX ... [--sample K]]
+        [--manifest build/generated/manifest.json] [--shapes-of LABEL=REGEX ... [--sample K] [--offset F]]
 
 With --shapes-of (repeatable), the problems whose chosen instance's name matches REGEX (say
 `gn_bwd_f16_f16_cl_swish_resident`: an op, a dtype pair, a layout and an activation) are
