@@ -10,6 +10,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from codegen.families import DESCRIPTORS  # noqa: E402  (each family's properties, declared once)
+
 BAD_INPUT = 2
 
 # name -> (arguments, the one stderr line after "hipgn_profiler: ", or a function of the
@@ -55,10 +58,11 @@ REFUSALS = {
 }
 
 
-# Families that read whole rows of C (channels-last) and so take any C/G: they accept C/G = 3.
-WHOLE_ROW_FAMILIES = ("_resident_", "_stream_")
-# The family whose channels-last kernels take a column of V channels where C/G divides V.
-COLUMN_FAMILY = "_onchip_"
+# Families that read whole rows of C (channels-last: the persistent and streaming grids) and so
+# take any C/G: they accept C/G = 3.
+WHOLE_ROW_FAMILIES = tuple(f"_{d.name}_" for d in DESCRIPTORS.values() if d.persistent or d.streams)
+# The families whose channels-last kernels take a column of V channels where C/G divides V.
+COLUMN_FAMILIES = tuple(f"_{d.name}_" for d in DESCRIPTORS.values() if d.columns_channels_last)
 
 
 def vectorized_instance(manifest):
@@ -77,9 +81,9 @@ def instance_unsupporting(manifest):
         return None
     problem = "fwd n2 c96 s64x64 g32 f16/f16 cl swish(1) eps1e-05"
     vector = int(name.split("_v")[1].split("_")[0])
-    # the onchip family also takes groups narrower than its vector that divide it (a column of
-    # V channels a workgroup), so its reason for C/G = 3 below the vector says that
-    reason = "does not divide" if COLUMN_FAMILY in name and vector > 3 else "is not a multiple of"
+    # a column family also takes groups narrower than its vector that divide it (a column of V
+    # channels a workgroup), so its reason for C/G = 3 below the vector says that
+    reason = "does not divide" if any(f in name for f in COLUMN_FAMILIES) and vector > 3 else "is not a multiple of"
     return (["-c", "96", "--instance", name],
             f"--instance: {name} does not support {problem}: C/G 3 {reason} the vector {vector}")
 
