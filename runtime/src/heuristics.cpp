@@ -451,7 +451,7 @@ RuleTables sm_90() {
           .bytes_per_cu(0, kSplitCfFwdBytesPerCu)
           .vector_bytes(16)
           .only({DataType::f16, DataType::bf16}),
-      Rule{Family::split, 1.0, kSplitCfFwdGroupElements, "channels-first, a small tensor of few large groups: several workgroups per group, the second pass from L2",
+      Rule{Family::split, 1.0, kSplitCfFwdGroupElements, "channels-first, a small tensor of few groups of up to 128K elements: several workgroups per group, the second pass from L2",
            kSplitCfFwdLargeMostGroupElements, Rule::kChannelsFirst}
           .bytes_per_cu(kSplitCfFwdBytesPerCu, kSmallBytesPerCu)
           .vector_bytes(16)
