@@ -89,9 +89,9 @@ struct StreamGeometry {
   // 64-bit fallback, dead for such dividends, was inlined at every call (~30 in the backward at
   // V = 8, a fifth to a third of its SASS; bench/NOTES.md, "div()'s fallback left out")
   __device__ __forceinline__ int locate(const Params& p, int item, std::int64_t& base, int& r0, int& rows) const {
-    const int n = int(p.slices_div.div31(std::uint32_t(item)));
-    r0 = (item - n * parts) * part_rows;
-    rows = part_share(hw, part_rows, item - n * parts);
+    const int n = int(p.slices_div.div31(std::uint32_t(item))), q = item - n * parts;  // q: the part
+    r0 = q * part_rows;
+    rows = part_share(hw, part_rows, q);
     base = std::int64_t(n) * hw * row_vectors;
     return n;
   }
